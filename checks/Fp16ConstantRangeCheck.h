@@ -1,0 +1,28 @@
+//===--- Fp16ConstantRangeCheck.h - mpnanny ----------------------*- C++ -*-===//
+#ifndef MPNANNY_CHECKS_FP16CONSTANTRANGECHECK_H
+#define MPNANNY_CHECKS_FP16CONSTANTRANGECHECK_H
+
+#include "MpnannyCheck.h"
+
+namespace clang::tidy::mpnanny {
+
+/// Flags literals the half format of the tensor cannot hold: fill values and bounds
+/// beyond its largest finite value (`masked_fill(mask, -1e9)` in fp16), and eps
+/// values that round to zero (`AdamOptions(...).eps(1e-8)`, `x + 1e-8` in fp16).
+///
+/// For the user-facing documentation see: knowledge/mpnanny-fp16-constant-range.md
+class Fp16ConstantRangeCheck : public MpnannyCheck {
+public:
+  using MpnannyCheck::MpnannyCheck;
+  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+
+private:
+  void checkValueArguments(const CallExpr &Call, ASTContext &Ctx);
+  void checkOptionSetter(const CXXMemberCallExpr &Call, ASTContext &Ctx);
+  void checkEpsilonAddition(const CXXOperatorCallExpr &Op, ASTContext &Ctx);
+};
+
+} // namespace clang::tidy::mpnanny
+
+#endif

@@ -1,0 +1,141 @@
+//===--- KnowledgeBase.h - mpnanny -------------------------------*- C++ -*-===//
+//
+// The YAML knowledge base in rules/: which ops are risky in which precision, how a
+// user spells them, which ATen ops realize them at run time, and what to write instead.
+// Shared by the checks (both doors) and the runtime, so it depends on yaml-cpp only.
+// The schema is documented in rules/README.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MPNANNY_CHECKS_KNOWLEDGEBASE_H
+#define MPNANNY_CHECKS_KNOWLEDGEBASE_H
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpnanny::kb {
+
+/// The precision a piece of code computes in, as the checks infer it.
+enum class Precision { FP32, FP16, BF16, AutocastFP16, AutocastBF16 };
+/// The storage format an op actually computes in once autocast has been applied.
+enum class Format { FP32, FP16, BF16 };
+
+/// CUDA autocast's treatment of an op (aten/src/ATen/autocast_mode.cpp).
+enum class AutocastPolicy { Lower, FP32, FP32UnlessDtype, Promote, Banned, None };
+enum class RiskKind { Overflow, Underflow, PrecisionLoss, Domain, Banned };
+enum class Severity { Note, Warning, Error };
+
+const char *toString(Precision P);
+const char *toString(Format F);
+const char *toString(AutocastPolicy P);
+const char *toString(RiskKind K);
+const char *toString(Severity S);
+std::optional<Precision> parsePrecision(const std::string &Name);
+
+/// Where an entry was written, for messages that point back into the YAML.
+struct Mark {
+  std::string File;
+  int Line = 0;
+  int Column = 0;
+};
+
+struct Risk {
+  std::vector<Format> Formats; ///< the computing formats in which the risk applies
+  RiskKind Kind = RiskKind::Overflow;
+  Severity Level = Severity::Warning;
+  std::string Message; ///< may use {op} and {precision}
+  std::string Fix;
+};
+
+/// An argument of an op that takes a literal the target format must hold.
+struct ValueArg {
+  unsigned Index = 0;       ///< position after `self` (the method form's position)
+  std::string Role;         ///< fill, bound, eps, scale
+};
+
+/// Output interval of an op whatever its input, and the name of a transfer
+/// function the range analysis knows (exp, log, sqrt, ...).
+struct RangeSpec {
+  double Min = 0, Max = 0;
+  bool MinOpen = false, MaxOpen = false;
+};
+
+struct Op {
+  std::string Id;
+  std::string Summary;
+  std::vector<std::string> Functions;  ///< torch::X and at::X free functions
+  std::vector<std::string> Methods;    ///< at::Tensor::X
+  std::vector<std::string> Functional; ///< torch::nn::functional::X
+  std::vector<std::string> Modules;    ///< torch::nn::X module classes
+  bool HasSelf = true;                 ///< free-function form takes the tensor first
+  std::vector<std::string> Aten;
+  AutocastPolicy Autocast = AutocastPolicy::None;
+  std::vector<Risk> Risks;
+  std::vector<ValueArg> ValueArgs;
+  std::optional<RangeSpec> Range;
+  std::string Transfer;
+  std::string Check;     ///< the check whose page explains it
+  std::vector<std::string> References;
+  Mark Where;
+};
+
+/// A numeric setting of an options class (`AdamOptions::eps`) whose value the
+/// target format must hold.
+struct OptionValue {
+  std::string Id;
+  std::string Class;   ///< unqualified class name, e.g. AdamOptions
+  std::string Setter;  ///< e.g. eps
+  std::optional<double> Default;
+  std::string Role;
+  std::vector<std::string> References;
+  Mark Where;
+};
+
+/// A rule file that cannot be used: `what()` is `file:line:col: error: message`.
+class LoadError : public std::runtime_error {
+public:
+  LoadError(Mark Where, const std::string &Message);
+  const Mark &where() const { return Where; }
+
+private:
+  Mark Where;
+};
+
+class KnowledgeBase {
+public:
+  /// Reads every *.yaml / *.yml file of a directory, in name order. Throws LoadError.
+  static std::shared_ptr<const KnowledgeBase> loadDirectory(const std::string &Dir);
+  /// The same, but each directory is read once per process.
+  static std::shared_ptr<const KnowledgeBase> cached(const std::string &Dir);
+  /// The rules directory to use when none is given: $MPNANNY_RULES, then the
+  /// installed share/mpnanny/rules, then the source tree's rules/.
+  static std::string defaultDirectory();
+
+  const std::vector<Op> &ops() const { return Ops; }
+  const std::vector<OptionValue> &optionValues() const { return Options; }
+
+  const Op *findFunction(const std::string &Name) const;
+  const Op *findMethod(const std::string &Name) const;
+  const Op *findFunctional(const std::string &Name) const;
+  const Op *findModule(const std::string &Name) const;
+  const Op *findById(const std::string &Id) const;
+  const OptionValue *findOption(const std::string &Class,
+                                const std::string &Setter) const;
+  /// Every ATen op name the knowledge base lists, for the runtime's observer.
+  std::vector<std::string> atenOps() const;
+
+private:
+  void index();
+  std::vector<Op> Ops;
+  std::vector<OptionValue> Options;
+  std::map<std::string, size_t> ByFunction, ByMethod, ByFunctional, ByModule, ById;
+};
+
+bool isHalfFormat(Format F);
+
+} // namespace mpnanny::kb
+
+#endif

@@ -1,0 +1,190 @@
+//===--- MpnannyCheck.cpp - mpnanny ----------------------------------------===//
+#include "MpnannyCheck.h"
+
+#include "FindingLog.h"
+#include "clang/AST/ASTContext.h"
+#include "clang/Lex/Lexer.h"
+#include "llvm/ADT/StringSet.h"
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+using namespace clang::ast_matchers;
+
+namespace clang::tidy::mpnanny {
+
+MpnannyCheck::MpnannyCheck(StringRef Name, ClangTidyContext *Context)
+    : ClangTidyCheck(Name, Context), Name(Name.str()) {
+  // Options may be given per check or once for all checks (`Precision: fp16`).
+  std::string Forced = Options.getLocalOrGlobal("Precision", "").str();
+  if (!Forced.empty()) {
+    if (auto P = kb::parsePrecision(Forced))
+      ForcedPrecision = P;
+    else
+      configurationDiag("invalid Precision '%0' for %1: use fp32, fp16, bf16, autocast-fp16 "
+                        "or autocast-bf16")
+          << Forced << Name;
+  }
+  RulesDirectory = Options.getLocalOrGlobal("RulesDirectory", "").str();
+  std::string Dir = RulesDirectory.empty() ? kb::KnowledgeBase::defaultDirectory() : RulesDirectory;
+  try {
+    KB = kb::KnowledgeBase::cached(Dir);
+  } catch (const kb::LoadError &E) {
+    configurationDiag("%0") << E.what();
+  }
+}
+
+void MpnannyCheck::storeOptions(ClangTidyOptions::OptionMap &Opts) {
+  Options.store(Opts, "Precision", ForcedPrecision ? kb::toString(*ForcedPrecision) : "");
+  Options.store(Opts, "RulesDirectory", RulesDirectory);
+}
+
+void MpnannyCheck::onStartOfTranslationUnit() { PrecisionContext::reset(); }
+
+const PrecisionContext &MpnannyCheck::precisionContext(ASTContext &Ctx) const {
+  return PrecisionContext::get(Ctx, ForcedPrecision);
+}
+
+namespace {
+AST_MATCHER_P(FunctionDecl, isNamedIn, std::shared_ptr<llvm::StringSet<>>, Names) {
+  if (Node.getOverloadedOperator() == OO_Call)
+    return true; // module calls through ModuleHolder::operator()
+  return Node.getIdentifier() && Names->count(Node.getName());
+}
+} // namespace
+
+ast_matchers::internal::BindableMatcher<Stmt> MpnannyCheck::knowledgeBaseCall() const {
+  auto Names = std::make_shared<llvm::StringSet<>>();
+  if (KB)
+    for (const auto &Op : KB->ops()) {
+      for (const auto &N : Op.Functions)
+        Names->insert(N);
+      for (const auto &N : Op.Methods)
+        Names->insert(N);
+      for (const auto &N : Op.Functional)
+        Names->insert(N);
+      if (!Op.Modules.empty())
+        Names->insert("forward");
+    }
+  return callExpr(unless(isExpansionInSystemHeader()), callee(functionDecl(isNamedIn(Names))));
+}
+
+/// The flagged expression's source text with whitespace collapsed, so that a site id
+/// survives reformatting and edits elsewhere in the file.
+static std::string normalizedText(const Stmt *S, const ASTContext &Ctx) {
+  if (!S)
+    return "";
+  const SourceManager &SM = Ctx.getSourceManager();
+  CharSourceRange Range = CharSourceRange::getTokenRange(S->getSourceRange());
+  llvm::StringRef Text = Lexer::getSourceText(Range, SM, Ctx.getLangOpts());
+  std::string Out;
+  bool Space = false;
+  for (char C : Text) {
+    if (C == ' ' || C == '\t' || C == '\n' || C == '\r') {
+      Space = true;
+      continue;
+    }
+    if (Space && !Out.empty())
+      Out += ' ';
+    Space = false;
+    Out += C;
+  }
+  return Out;
+}
+
+void MpnannyCheck::report(ASTContext &Ctx, const Subject &About, SourceLocation Loc,
+                          llvm::StringRef Message, llvm::StringRef Fix,
+                          const PrecisionReason &Why, std::optional<FixItHint> Exact) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  SourceLocation Spelled = SM.getFileLoc(Loc);
+  ::mpnanny::FindingDetail Detail;
+  Detail.Check = Name;
+  Detail.File = SM.getFilename(Spelled).str();
+  Detail.Offset = SM.getFileOffset(Spelled);
+  Detail.Line = SM.getSpellingLineNumber(Spelled);
+  Detail.Column = SM.getSpellingColumnNumber(Spelled);
+  if (About.Node)
+    if (const FunctionDecl *FD = precisionContext(Ctx).enclosingFunction(*About.Node))
+      Detail.Function = FD->getQualifiedNameAsString();
+  Detail.Expression = normalizedText(About.Node, Ctx);
+  if (About.Op)
+    Detail.AtenOps = About.Op->Aten;
+  Detail.Risk = About.Risk;
+  Detail.Severity = About.Severity;
+  Detail.Precision = About.Format;
+  Detail.Fix = Fix.str();
+  ::mpnanny::FindingLog::record(std::move(Detail));
+
+  {
+    auto D = diag(Loc, "%0");
+    D << Message;
+    if (Exact)
+      D << *Exact;
+  }
+  if (!Fix.empty())
+    diag(Loc, "%0", DiagnosticIDs::Note) << Fix;
+  if (Why.Where.isValid())
+    diag(Why.Where, "%0 context: %1", DiagnosticIDs::Note)
+        << kb::toString(Why.Value) << Why.Why;
+}
+
+std::string MpnannyCheck::expand(llvm::StringRef Template, llvm::StringRef Op,
+                                 llvm::StringRef Precision) {
+  std::string Out;
+  while (!Template.empty()) {
+    size_t Open = Template.find('{');
+    if (Open == llvm::StringRef::npos) {
+      Out += Template.str();
+      break;
+    }
+    Out += Template.substr(0, Open).str();
+    Template = Template.substr(Open);
+    if (Template.startswith("{op}")) {
+      Out += Op.str();
+      Template = Template.drop_front(4);
+    } else if (Template.startswith("{precision}")) {
+      Out += Precision.str();
+      Template = Template.drop_front(11);
+    } else {
+      Out += '{';
+      Template = Template.drop_front(1);
+    }
+  }
+  return Out;
+}
+
+const FormatLimits &limitsOf(kb::Format F) {
+  static const FormatLimits FP16{65504.0, 6.103515625e-5, 5.9604644775390625e-8, 9.765625e-4};
+  static const FormatLimits BF16{3.3895313892515355e38, 1.1754943508222875e-38,
+                                 9.183549615799121e-41, 7.8125e-3};
+  static const FormatLimits FP32{3.4028234663852886e38, 1.1754943508222875e-38,
+                                 1.401298464324817e-45, 1.1920928955078125e-7};
+  switch (F) {
+  case kb::Format::FP16: return FP16;
+  case kb::Format::BF16: return BF16;
+  case kb::Format::FP32: return FP32;
+  }
+  return FP32;
+}
+
+std::string formatNumber(double V) {
+  char Buf[40];
+  if (V == std::floor(V) && std::fabs(V) < 1e7) {
+    std::snprintf(Buf, sizeof Buf, "%.0f", V);
+    return Buf;
+  }
+  std::snprintf(Buf, sizeof Buf, "%.3g", V);
+  // 1e-08 -> 1e-8, -1e+09 -> -1e9: the way people write constants in code.
+  std::string S = Buf;
+  size_t E = S.find('e');
+  if (E == std::string::npos)
+    return S;
+  std::string Mantissa = S.substr(0, E), Exponent = S.substr(E + 1);
+  bool Negative = !Exponent.empty() && Exponent[0] == '-';
+  if (!Exponent.empty() && (Exponent[0] == '-' || Exponent[0] == '+'))
+    Exponent.erase(0, 1);
+  Exponent.erase(0, std::min(Exponent.find_first_not_of('0'), Exponent.size() - 1));
+  return Mantissa + "e" + (Negative ? "-" : "") + Exponent;
+}
+
+} // namespace clang::tidy::mpnanny

@@ -1,0 +1,78 @@
+//===--- MpnannyCheck.h - mpnanny --------------------------------*- C++ -*-===//
+//
+// What every mpnanny check shares: the options `Precision` and `RulesDirectory`,
+// the knowledge base, the precision context, the matcher for knowledge-base ops,
+// and the shape of a finding (a warning, a note with the fix, a note saying why
+// the code is in that precision). See knowledge/README.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MPNANNY_CHECKS_MPNANNYCHECK_H
+#define MPNANNY_CHECKS_MPNANNYCHECK_H
+
+#include "KnowledgeBase.h"
+#include "PrecisionContext.h"
+#include "clang-tidy/ClangTidyCheck.h"
+#include "clang/ASTMatchers/ASTMatchers.h"
+#include <memory>
+#include <optional>
+
+namespace clang::tidy::mpnanny {
+
+class MpnannyCheck : public ClangTidyCheck {
+public:
+  MpnannyCheck(StringRef Name, ClangTidyContext *Context);
+  void storeOptions(ClangTidyOptions::OptionMap &Opts) override;
+  void onStartOfTranslationUnit() override;
+  bool isLanguageVersionSupported(const LangOptions &LangOpts) const override {
+    return LangOpts.CPlusPlus;
+  }
+
+protected:
+  /// Null when the rules could not be loaded (reported once as a configuration error).
+  const kb::KnowledgeBase *knowledgeBase() const { return KB.get(); }
+  const PrecisionContext &precisionContext(ASTContext &Ctx) const;
+
+  /// Calls of any op the knowledge base names, in user code only.
+  ast_matchers::internal::BindableMatcher<Stmt> knowledgeBaseCall() const;
+
+  /// What a finding is about, beyond its message: for the sites file and JSON.
+  struct Subject {
+    const Stmt *Node = nullptr;     ///< the flagged expression
+    const kb::Op *Op = nullptr;     ///< its knowledge-base entry, for the ATen ops
+    std::string Risk;               ///< overflow, underflow, precision-loss, domain, banned
+    std::string Severity = "warning";
+    std::string Format;             ///< the format the code computes in
+  };
+
+  /// One finding: the warning, the fix as a note (and a fix-it when it is exact),
+  /// and where the precision comes from.
+  void report(ASTContext &Ctx, const Subject &About, SourceLocation Loc,
+              llvm::StringRef Message, llvm::StringRef Fix, const PrecisionReason &Why,
+              std::optional<FixItHint> Exact = std::nullopt);
+
+  /// Replaces {op} and {precision} in a knowledge-base message.
+  static std::string expand(llvm::StringRef Template, llvm::StringRef Op,
+                            llvm::StringRef Precision);
+
+  std::optional<kb::Precision> ForcedPrecision;
+  std::string RulesDirectory;
+
+private:
+  std::shared_ptr<const kb::KnowledgeBase> KB;
+  std::string Name;
+};
+
+/// Format limits (derived from IEEE binary16 / bfloat16; see shared KNOWLEDGE.md).
+struct FormatLimits {
+  double Max;            ///< largest finite value
+  double MinNormal;      ///< smallest normal
+  double MinSubnormal;   ///< smallest subnormal; values below half of it round to 0
+  double Epsilon;
+};
+const FormatLimits &limitsOf(kb::Format F);
+/// Prints a number the way a user would write it in a message: 65504, 1e-08, 5.96e-08.
+std::string formatNumber(double V);
+
+} // namespace clang::tidy::mpnanny
+
+#endif

@@ -1,0 +1,23 @@
+//===--- MpnannyTidyModule.cpp - mpnanny -----------------------------------===//
+#include "Fp16ConstantRangeCheck.h"
+#include "RiskyOpCheck.h"
+#include "clang-tidy/ClangTidyModule.h"
+#include "clang-tidy/ClangTidyModuleRegistry.h"
+
+namespace clang::tidy::mpnanny {
+
+class MpnannyModule : public ClangTidyModule {
+public:
+  void addCheckFactories(ClangTidyCheckFactories &Factories) override {
+    Factories.registerCheck<Fp16ConstantRangeCheck>("mpnanny-fp16-constant-range");
+    Factories.registerCheck<RiskyOpCheck>("mpnanny-risky-op");
+  }
+};
+
+static ClangTidyModuleRegistry::Add<MpnannyModule>
+    X("mpnanny-module", "Mixed-precision (fp16/bf16) hazards in LibTorch code.");
+
+} // namespace clang::tidy::mpnanny
+
+// Referenced by mpnanny-check so that the static registration above is linked in.
+volatile int MpnannyModuleAnchorSource = 0;

@@ -1,0 +1,22 @@
+//===--- RiskyOpCheck.h - mpnanny --------------------------------*- C++ -*-===//
+#ifndef MPNANNY_CHECKS_RISKYOPCHECK_H
+#define MPNANNY_CHECKS_RISKYOPCHECK_H
+
+#include "MpnannyCheck.h"
+
+namespace clang::tidy::mpnanny {
+
+/// Flags a call of an op the knowledge base lists as risky in the format the call
+/// computes in, given the precision context and autocast's policy for the op.
+///
+/// For the user-facing documentation see: knowledge/mpnanny-risky-op.md
+class RiskyOpCheck : public MpnannyCheck {
+public:
+  using MpnannyCheck::MpnannyCheck;
+  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+};
+
+} // namespace clang::tidy::mpnanny
+
+#endif

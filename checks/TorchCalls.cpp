@@ -1,0 +1,267 @@
+//===--- TorchCalls.cpp - mpnanny ------------------------------------------===//
+#include "TorchCalls.h"
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/DeclCXX.h"
+#include "clang/AST/DeclTemplate.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace clang::tidy::mpnanny {
+
+/// The namespaces around a declaration, outermost first, inline ones skipped
+/// (libstdc++'s __cxx11, c10's versioned namespaces).
+static std::string enclosingNamespaces(const Decl &D) {
+  llvm::SmallVector<llvm::StringRef, 4> Parts;
+  for (const DeclContext *C = D.getDeclContext(); C; C = C->getParent())
+    if (const auto *NS = dyn_cast<NamespaceDecl>(C))
+      if (!NS->isInline() && !NS->isAnonymousNamespace())
+        Parts.push_back(NS->getName());
+  std::string Out;
+  for (auto It = Parts.rbegin(); It != Parts.rend(); ++It)
+    Out += (Out.empty() ? "" : "::") + It->str();
+  return Out;
+}
+
+static bool isTensorRecord(const CXXRecordDecl *RD) {
+  if (!RD || !RD->getIdentifier())
+    return false;
+  llvm::StringRef Name = RD->getName();
+  if (Name != "Tensor" && Name != "TensorBase")
+    return false;
+  std::string NS = enclosingNamespaces(*RD);
+  return NS == "at" || NS == "torch";
+}
+
+bool isTensorType(QualType T) {
+  T = T.getNonReferenceType().getUnqualifiedType();
+  return isTensorRecord(T->getAsCXXRecordDecl());
+}
+
+const Expr *ignoreConversions(const Expr *E) {
+  while (E) {
+    const Expr *Before = E;
+    E = E->IgnoreImplicit()->IgnoreParens();
+    if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(E))
+      E = MT->getSubExpr();
+    if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
+      E = BT->getSubExpr();
+    if (const auto *FC = dyn_cast<CXXFunctionalCastExpr>(E))
+      E = FC->getSubExpr();
+    // Scalar(1e-9), optional<ScalarType>(kFloat): a converting constructor with one argument.
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(E))
+      if (CE->getNumArgs() >= 1 && !isa<CXXTemporaryObjectExpr>(CE) &&
+          (CE->getNumArgs() == 1 || isa<CXXDefaultArgExpr>(CE->getArg(1))))
+        E = CE->getArg(0);
+    if (E == Before)
+      break;
+  }
+  return E;
+}
+
+void visitDescendants(const Stmt *S, const std::function<bool(const Stmt *)> &Fn) {
+  if (!S || !Fn(S))
+    return;
+  for (const Stmt *Child : S->children())
+    visitDescendants(Child, Fn);
+}
+
+/// Module calls: `mod->forward(x)` on a torch::nn::XImpl, or `mod(x)` through
+/// torch::nn::ModuleHolder<XImpl>::operator().
+static std::optional<std::string> moduleNameOfImpl(const CXXRecordDecl *RD) {
+  if (!RD || !RD->getIdentifier())
+    return std::nullopt;
+  llvm::StringRef Name = RD->getName();
+  if (!Name.endswith("Impl") || enclosingNamespaces(*RD) != "torch::nn")
+    return std::nullopt;
+  return Name.drop_back(4).str();
+}
+
+static std::optional<std::string> moduleNameOfHolder(const CXXRecordDecl *RD) {
+  const auto *Spec = dyn_cast_or_null<ClassTemplateSpecializationDecl>(RD);
+  if (!Spec || Spec->getName() != "ModuleHolder" || Spec->getTemplateArgs().size() < 1)
+    return std::nullopt;
+  const TemplateArgument &Arg = Spec->getTemplateArgs()[0];
+  if (Arg.getKind() != TemplateArgument::Type)
+    return std::nullopt;
+  return moduleNameOfImpl(Arg.getAsType()->getAsCXXRecordDecl());
+}
+
+static void collectArgs(const CallExpr &Call, unsigned First,
+                        llvm::SmallVectorImpl<const Expr *> &Out) {
+  for (unsigned I = First; I < Call.getNumArgs(); ++I)
+    if (!isa<CXXDefaultArgExpr>(Call.getArg(I)))
+      Out.push_back(Call.getArg(I));
+}
+
+std::optional<TorchCall> classifyTorchCall(const CallExpr &Call) {
+  const FunctionDecl *Callee = Call.getDirectCallee();
+  if (!Callee)
+    return std::nullopt;
+  TorchCall Result;
+  Result.Call = &Call;
+  Result.Callee = Callee;
+
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(&Call)) {
+    const CXXMethodDecl *Method = Member->getMethodDecl();
+    if (!Method || !Method->getIdentifier())
+      return std::nullopt;
+    const CXXRecordDecl *RD = Method->getParent();
+    if (isTensorRecord(RD)) {
+      Result.Kind = Spelling::Method;
+      Result.Name = Method->getName().str();
+      Result.Self = Member->getImplicitObjectArgument();
+      collectArgs(Call, 0, Result.Args);
+      return Result;
+    }
+    if (Method->getName() == "forward")
+      if (auto Module = moduleNameOfImpl(RD)) {
+        Result.Kind = Spelling::Module;
+        Result.Name = *Module;
+        if (Call.getNumArgs() > 0)
+          Result.Self = Call.getArg(0);
+        collectArgs(Call, 1, Result.Args);
+        return Result;
+      }
+    return std::nullopt;
+  }
+
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(&Call)) {
+    if (Op->getOperator() != OO_Call)
+      return std::nullopt;
+    const auto *Method = dyn_cast<CXXMethodDecl>(Callee);
+    if (!Method)
+      return std::nullopt;
+    auto Module = moduleNameOfHolder(Method->getParent());
+    if (!Module) // a TORCH_MODULE class derives from ModuleHolder<XImpl>
+      if (const auto *Obj = Op->getArg(0)->getType()->getAsCXXRecordDecl())
+        if (Obj->hasDefinition())
+          for (const auto &Base : Obj->bases())
+            if ((Module = moduleNameOfHolder(Base.getType()->getAsCXXRecordDecl())))
+              break;
+    if (!Module)
+      return std::nullopt;
+    Result.Kind = Spelling::Module;
+    Result.Name = *Module;
+    if (Op->getNumArgs() > 1)
+      Result.Self = Op->getArg(1);
+    collectArgs(Call, 2, Result.Args);
+    return Result;
+  }
+
+  if (isa<CXXMethodDecl>(Callee) || !Callee->getIdentifier())
+    return std::nullopt;
+  std::string NS = enclosingNamespaces(*Callee);
+  if (NS == "at" || NS == "torch")
+    Result.Kind = Spelling::Function;
+  else if (NS == "torch::nn::functional")
+    Result.Kind = Spelling::Functional;
+  else
+    return std::nullopt;
+  Result.Name = Callee->getName().str();
+  if (Call.getNumArgs() > 0 && isTensorType(Call.getArg(0)->getType()))
+    Result.Self = Call.getArg(0);
+  collectArgs(Call, Result.Self ? 1 : 0, Result.Args);
+  return Result;
+}
+
+std::string TorchCall::spelled() const {
+  switch (Kind) {
+  case Spelling::Function:
+    return "torch::" + Name;
+  case Spelling::Method:
+    return "Tensor::" + Name;
+  case Spelling::Functional:
+    return "torch::nn::functional::" + Name;
+  case Spelling::Module:
+    return "torch::nn::" + Name;
+  }
+  return Name;
+}
+
+const kb::Op *lookupOp(const TorchCall &Call, const kb::KnowledgeBase &KB) {
+  switch (Call.Kind) {
+  case Spelling::Function:
+    return KB.findFunction(Call.Name);
+  case Spelling::Method:
+    return KB.findMethod(Call.Name);
+  case Spelling::Functional:
+    return KB.findFunctional(Call.Name);
+  case Spelling::Module:
+    return KB.findModule(Call.Name);
+  }
+  return nullptr;
+}
+
+const Expr *valueArgument(const TorchCall &Call, const kb::Op &, unsigned Index) {
+  // Args already start after `self`; a factory (torch::full) has no tensor first.
+  return Index < Call.Args.size() ? Call.Args[Index] : nullptr;
+}
+
+std::optional<kb::Format> formatOfDtypeName(const NamedDecl &D) {
+  if (!D.getIdentifier())
+    return std::nullopt;
+  llvm::StringRef N = D.getName();
+  if (isa<EnumConstantDecl>(D)) {
+    const auto *Enum = dyn_cast<EnumDecl>(D.getDeclContext());
+    if (!Enum || Enum->getName() != "ScalarType")
+      return std::nullopt;
+    if (N == "Half")
+      return kb::Format::FP16;
+    if (N == "BFloat16")
+      return kb::Format::BF16;
+    if (N == "Float" || N == "Double")
+      return kb::Format::FP32;
+    return std::nullopt;
+  }
+  if (!isa<VarDecl>(D))
+    return std::nullopt;
+  std::string NS = enclosingNamespaces(D);
+  if (NS != "at" && NS != "torch" && NS != "c10")
+    return std::nullopt;
+  if (N == "kHalf" || N == "kFloat16" || N == "kF16")
+    return kb::Format::FP16;
+  if (N == "kBFloat16")
+    return kb::Format::BF16;
+  if (N == "kFloat" || N == "kFloat32" || N == "kF32" || N == "kDouble" ||
+      N == "kFloat64" || N == "kF64")
+    return kb::Format::FP32;
+  return std::nullopt;
+}
+
+std::optional<kb::Format> dtypeNamedIn(const Stmt *E) {
+  std::optional<kb::Format> Found;
+  visitDescendants(E, [&](const Stmt *S) {
+    if (Found)
+      return false;
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(S))
+      Found = formatOfDtypeName(*Ref->getDecl());
+    return !Found;
+  });
+  return Found;
+}
+
+std::optional<kb::Format> explicitDtype(const TorchCall &Call) {
+  for (const Expr *Arg : Call.Args)
+    if (auto F = dtypeNamedIn(Arg))
+      return F;
+  return std::nullopt;
+}
+
+std::optional<double> evaluateNumber(const Expr *E, const ASTContext &Ctx) {
+  E = ignoreConversions(E);
+  if (!E || E->isValueDependent() || E->isTypeDependent())
+    return std::nullopt;
+  QualType T = E->getType();
+  if (!T->isArithmeticType())
+    return std::nullopt;
+  Expr::EvalResult R;
+  if (!E->EvaluateAsRValue(R, Ctx) || R.HasSideEffects)
+    return std::nullopt;
+  if (R.Val.isFloat())
+    return R.Val.getFloat().convertToDouble();
+  if (R.Val.isInt())
+    return static_cast<double>(R.Val.getInt().getSExtValue());
+  return std::nullopt;
+}
+
+} // namespace clang::tidy::mpnanny

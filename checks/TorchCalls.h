@@ -1,0 +1,71 @@
+//===--- TorchCalls.h - mpnanny ----------------------------------*- C++ -*-===//
+//
+// Recognizes LibTorch calls however the user spells them (torch::softmax,
+// at::softmax, x.softmax, torch::nn::functional::softmax, a torch::nn::Softmax
+// module), and the dtype names and literals they are passed. One place for the
+// knowledge of LibTorch's spellings, used by every check.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MPNANNY_CHECKS_TORCHCALLS_H
+#define MPNANNY_CHECKS_TORCHCALLS_H
+
+#include "KnowledgeBase.h"
+#include "clang/AST/Expr.h"
+#include "clang/AST/ExprCXX.h"
+#include "llvm/ADT/SmallVector.h"
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace clang {
+class ASTContext;
+namespace tidy::mpnanny {
+
+namespace kb = ::mpnanny::kb;
+
+enum class Spelling { Function, Method, Functional, Module };
+
+struct TorchCall {
+  const CallExpr *Call = nullptr;
+  const FunctionDecl *Callee = nullptr;
+  std::string Name;       ///< unqualified name; for a module, the class without "Impl"
+  Spelling Kind = Spelling::Function;
+  const Expr *Self = nullptr; ///< the tensor operated on, when there is one
+  /// Arguments after `self`, as written (default arguments dropped).
+  llvm::SmallVector<const Expr *, 4> Args;
+
+  /// How the user wrote it, for messages: torch::softmax, Tensor::softmax, ...
+  std::string spelled() const;
+};
+
+/// std::nullopt when the call is not a LibTorch op call.
+std::optional<TorchCall> classifyTorchCall(const CallExpr &Call);
+/// The knowledge-base entry for the call's spelling, if any.
+const kb::Op *lookupOp(const TorchCall &Call, const kb::KnowledgeBase &KB);
+/// The op's argument that the knowledge base's value-argument index names.
+const Expr *valueArgument(const TorchCall &Call, const kb::Op &Op, unsigned Index);
+
+/// The format a dtype name stands for: kHalf, torch::kFloat16, at::ScalarType::BFloat16...
+std::optional<kb::Format> formatOfDtypeName(const NamedDecl &D);
+/// The first dtype named anywhere inside E (e.g. in `dtype(torch::kFloat)` options).
+std::optional<kb::Format> dtypeNamedIn(const Stmt *E);
+/// The dtype the call requests explicitly through one of its arguments.
+std::optional<kb::Format> explicitDtype(const TorchCall &Call);
+
+/// The value of a numeric literal argument, seeing through Scalar conversions,
+/// unary minus and constant expressions.
+std::optional<double> evaluateNumber(const Expr *E, const ASTContext &Ctx);
+
+/// True for at::Tensor (and references to it), the type every op works on.
+bool isTensorType(QualType T);
+
+/// Strips the implicit nodes that LibTorch's conversions add around an argument.
+const Expr *ignoreConversions(const Expr *E);
+
+/// Calls Fn on S and every statement below it; Fn returns false to prune.
+void visitDescendants(const Stmt *S, const std::function<bool(const Stmt *)> &Fn);
+
+} // namespace tidy::mpnanny
+} // namespace clang
+
+#endif

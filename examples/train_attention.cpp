@@ -1,0 +1,94 @@
+// A small attention classifier, written the way many LibTorch models are: it trains
+// in fp16 on a GPU and in fp32 on a CPU. It carries the mixed-precision hazards
+// mpnanny is built to find (a -1e9 mask fill, a softmax without an fp32
+// accumulation dtype, an eps of 1e-12) next to code that is safe.
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+
+struct AttentionBlockImpl : torch::nn::Module {
+  AttentionBlockImpl(int64_t dim, int64_t heads)
+      : dim_(dim), heads_(heads),
+        qkv(register_module("qkv", torch::nn::Linear(dim, 3 * dim))),
+        proj(register_module("proj", torch::nn::Linear(dim, dim))),
+        norm(register_module("norm", torch::nn::LayerNorm(
+                                         torch::nn::LayerNormOptions({dim}).eps(1e-12)))) {}
+
+  torch::Tensor forward(torch::Tensor x, torch::Tensor mask) {
+    const int64_t batch = x.size(0), seq = x.size(1), head_dim = dim_ / heads_;
+    auto parts = qkv(x).chunk(3, -1);
+    auto split = [&](const torch::Tensor &t) {
+      return t.view({batch, seq, heads_, head_dim}).transpose(1, 2);
+    };
+    auto q = split(parts[0]), k = split(parts[1]), v = split(parts[2]);
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim));
+    scores = scores.masked_fill(mask, -1e9);
+    auto attn = torch::softmax(scores, -1);
+    auto context = torch::matmul(attn, v).transpose(1, 2).reshape({batch, seq, dim_});
+    return norm(x + proj(context));
+  }
+
+  int64_t dim_, heads_;
+  torch::nn::Linear qkv, proj;
+  torch::nn::LayerNorm norm;
+};
+TORCH_MODULE(AttentionBlock);
+
+struct ClassifierImpl : torch::nn::Module {
+  ClassifierImpl(int64_t vocab, int64_t dim, int64_t classes)
+      : embed(register_module("embed", torch::nn::Embedding(vocab, dim))),
+        block(register_module("block", AttentionBlock(dim, 4))),
+        head(register_module("head", torch::nn::Linear(dim, classes))) {}
+
+  torch::Tensor forward(torch::Tensor tokens, torch::Tensor padding) {
+    // Padding positions may not be attended to: (batch, 1, 1, seq).
+    auto mask = padding.unsqueeze(1).unsqueeze(2);
+    auto h = block(embed(tokens), mask);
+    // Average over the real tokens only; the count is at least 1 per row.
+    auto keep = (~padding).unsqueeze(-1).to(h.scalar_type());
+    auto pooled = (h * keep).sum(1) / keep.sum(1).clamp_min(1.0);
+    return head(pooled);
+  }
+
+  torch::nn::Embedding embed;
+  AttentionBlock block;
+  torch::nn::Linear head;
+};
+TORCH_MODULE(Classifier);
+
+int main(int argc, char **argv) {
+  torch::manual_seed(0);
+  const int64_t steps = argc > 1 ? std::atoll(argv[1]) : 30;
+  const int64_t vocab = 64, dim = 32, classes = 4, batch = 16, seq = 12;
+
+  // Half precision where the hardware runs it; LibTorch on CPU has no fp16 matmul.
+  const bool cuda = torch::cuda::is_available();
+  const torch::Device device = cuda ? torch::kCUDA : torch::kCPU;
+  const torch::Dtype dtype = cuda ? torch::kHalf : torch::kFloat;
+
+  Classifier model(vocab, dim, classes);
+  model->to(device, dtype);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
+
+  // A synthetic task: the class is the most frequent token's bucket.
+  auto tokens = torch::randint(vocab, {batch, seq}, torch::TensorOptions().dtype(torch::kLong));
+  auto lengths = torch::randint(seq / 2, seq + 1, {batch, 1});
+  auto padding = torch::arange(seq).unsqueeze(0) >= lengths;
+  auto labels = std::get<0>(tokens.remainder(classes).mode(1));
+  tokens = tokens.to(device);
+  padding = padding.to(device);
+  labels = labels.to(device);
+
+  for (int64_t step = 0; step < steps; ++step) {
+    optimizer.zero_grad();
+    auto logits = model->forward(tokens, padding);
+    auto loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
+    loss.backward();
+    optimizer.step();
+    if (step % 10 == 0 || step + 1 == steps)
+      std::cout << "step " << step << " loss " << loss.item<float>() << "\n";
+  }
+  return 0;
+}

@@ -1,0 +1,498 @@
+// Mock of LibTorch's headers for the check tests: the real spellings (namespaces,
+// Tensor methods, options classes with their real defaults, modules through
+// ModuleHolder and TORCH_MODULE), none of the bodies. A real <torch/torch.h> costs
+// ~15 s to parse; this costs milliseconds. Keep it faithful to LibTorch 1.13/2.x.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace c10 {
+enum class ScalarType : int8_t { Byte, Char, Short, Int, Long, Half, Float, Double, Bool, BFloat16 };
+constexpr ScalarType kByte = ScalarType::Byte;
+constexpr ScalarType kInt = ScalarType::Int;
+constexpr ScalarType kLong = ScalarType::Long;
+constexpr ScalarType kHalf = ScalarType::Half;
+constexpr ScalarType kFloat = ScalarType::Float;
+constexpr ScalarType kDouble = ScalarType::Double;
+constexpr ScalarType kBool = ScalarType::Bool;
+constexpr ScalarType kBFloat16 = ScalarType::BFloat16;
+enum class DeviceType : int8_t { CPU, CUDA };
+constexpr DeviceType kCPU = DeviceType::CPU;
+constexpr DeviceType kCUDA = DeviceType::CUDA;
+struct Device {
+  Device(DeviceType t, int index = -1) {}
+};
+struct nullopt_t {};
+constexpr nullopt_t nullopt{};
+template <typename T> class optional {
+public:
+  optional() {}
+  optional(nullopt_t) {}
+  optional(T v) {}
+};
+class Scalar {
+public:
+  Scalar(double v) {}
+  Scalar(float v) {}
+  Scalar(int v) {}
+  Scalar(int64_t v) {}
+  Scalar(bool v) {}
+};
+template <typename T> class ArrayRef {
+public:
+  ArrayRef(std::initializer_list<T> l) {}
+  ArrayRef(const std::vector<T> &v) {}
+  ArrayRef(const T &v) {}
+};
+using IntArrayRef = ArrayRef<int64_t>;
+} // namespace c10
+
+namespace at {
+using c10::ArrayRef;
+using c10::Device;
+using c10::IntArrayRef;
+using c10::kBFloat16;
+using c10::kBool;
+using c10::kByte;
+using c10::kCPU;
+using c10::kCUDA;
+using c10::kDouble;
+using c10::kFloat;
+using c10::kHalf;
+using c10::kInt;
+using c10::kLong;
+using c10::nullopt;
+using c10::optional;
+using c10::Scalar;
+using c10::ScalarType;
+using DeviceType = c10::DeviceType;
+
+struct TensorOptions {
+  TensorOptions() {}
+  TensorOptions(ScalarType t) {}
+  TensorOptions dtype(ScalarType t) const { return *this; }
+  TensorOptions device(Device d) const { return *this; }
+  TensorOptions requires_grad(bool r = true) const { return *this; }
+};
+
+class TensorBase {
+public:
+  int64_t dim() const { return 0; }
+  int64_t numel() const { return 0; }
+  int64_t size(int64_t d) const { return 0; }
+  ScalarType scalar_type() const { return ScalarType::Float; }
+  bool defined() const { return true; }
+};
+
+class Tensor : public TensorBase {
+public:
+  Tensor() {}
+  Tensor(const Tensor &) = default;
+  Tensor &operator=(const Tensor &) = default;
+  template <typename T> T item() const { return T(); }
+  Tensor to(TensorOptions options = {}, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(ScalarType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const Tensor &other, bool non_blocking = false, bool copy = false) const;
+  Tensor toType(ScalarType t) const;
+  Tensor contiguous() const;
+  Tensor detach() const;
+  Tensor clone() const;
+  Tensor view(IntArrayRef size) const;
+  Tensor reshape(IntArrayRef shape) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor unsqueeze(int64_t d) const;
+  Tensor squeeze(int64_t d) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  Tensor operator[](int64_t i) const;
+  Tensor operator~() const;
+  Tensor operator-() const;
+  Tensor &operator+=(const Tensor &o);
+  Tensor &operator+=(const Scalar &o);
+  Tensor &operator-=(const Tensor &o);
+  Tensor &operator*=(const Tensor &o);
+  Tensor &operator*=(const Scalar &o);
+  Tensor &operator/=(const Tensor &o);
+  Tensor &operator/=(const Scalar &o);
+  void backward(const Tensor &gradient = {}, optional<bool> retain_graph = nullopt,
+                bool create_graph = false) const;
+  Tensor grad() const;
+  Tensor &requires_grad_(bool r = true);
+  // Ops, with the signatures of ATen's TensorBody.h.
+  Tensor softmax(int64_t dim, optional<ScalarType> dtype = nullopt) const;
+  Tensor log_softmax(int64_t dim, optional<ScalarType> dtype = nullopt) const;
+  Tensor exp() const;
+  Tensor &exp_();
+  Tensor expm1() const;
+  Tensor log() const;
+  Tensor &log_();
+  Tensor log1p() const;
+  Tensor log2() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor pow(const Scalar &exponent) const;
+  Tensor pow(const Tensor &exponent) const;
+  Tensor &pow_(const Scalar &exponent);
+  Tensor square() const;
+  Tensor abs() const;
+  Tensor neg() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor relu() const;
+  Tensor clamp(optional<Scalar> min = nullopt, optional<Scalar> max = nullopt) const;
+  Tensor clamp_min(const Scalar &min) const;
+  Tensor clamp_max(const Scalar &max) const;
+  Tensor &clamp_(optional<Scalar> min = nullopt, optional<Scalar> max = nullopt);
+  Tensor sum(optional<ScalarType> dtype = nullopt) const;
+  Tensor sum(IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt) const;
+  Tensor mean(optional<ScalarType> dtype = nullopt) const;
+  Tensor mean(IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt) const;
+  Tensor cumsum(int64_t dim, optional<ScalarType> dtype = nullopt) const;
+  Tensor prod(optional<ScalarType> dtype = nullopt) const;
+  Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor norm(const Scalar &p = 2) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor matmul(const Tensor &other) const;
+  Tensor mm(const Tensor &other) const;
+  Tensor bmm(const Tensor &other) const;
+  Tensor add(const Tensor &other, const Scalar &alpha = 1) const;
+  Tensor add(const Scalar &other, const Scalar &alpha = 1) const;
+  Tensor mul(const Tensor &other) const;
+  Tensor mul(const Scalar &other) const;
+  Tensor div(const Tensor &other) const;
+  Tensor div(const Scalar &other) const;
+  Tensor masked_fill(const Tensor &mask, const Scalar &value) const;
+  Tensor &masked_fill_(const Tensor &mask, const Scalar &value);
+  Tensor &fill_(const Scalar &value);
+  Tensor &zero_();
+  Tensor &mul_(const Scalar &other);
+  Tensor &add_(const Tensor &other, const Scalar &alpha = 1);
+  Tensor where(const Tensor &condition, const Tensor &other) const;
+};
+
+Tensor operator+(const Tensor &a, const Tensor &b);
+Tensor operator+(const Tensor &a, const Scalar &b);
+Tensor operator+(const Scalar &a, const Tensor &b);
+Tensor operator-(const Tensor &a, const Tensor &b);
+Tensor operator-(const Tensor &a, const Scalar &b);
+Tensor operator-(const Scalar &a, const Tensor &b);
+Tensor operator*(const Tensor &a, const Tensor &b);
+Tensor operator*(const Tensor &a, const Scalar &b);
+Tensor operator*(const Scalar &a, const Tensor &b);
+Tensor operator/(const Tensor &a, const Tensor &b);
+Tensor operator/(const Tensor &a, const Scalar &b);
+Tensor operator/(const Scalar &a, const Tensor &b);
+Tensor operator>=(const Tensor &a, const Tensor &b);
+Tensor operator==(const Tensor &a, const Scalar &b);
+
+Tensor softmax(const Tensor &self, int64_t dim, optional<ScalarType> dtype = nullopt);
+Tensor log_softmax(const Tensor &self, int64_t dim, optional<ScalarType> dtype = nullopt);
+Tensor exp(const Tensor &self);
+Tensor &exp_(Tensor &self);
+Tensor log(const Tensor &self);
+Tensor log1p(const Tensor &self);
+Tensor sqrt(const Tensor &self);
+Tensor rsqrt(const Tensor &self);
+Tensor reciprocal(const Tensor &self);
+Tensor pow(const Tensor &self, const Scalar &exponent);
+Tensor square(const Tensor &self);
+Tensor abs(const Tensor &self);
+Tensor sigmoid(const Tensor &self);
+Tensor tanh(const Tensor &self);
+Tensor relu(const Tensor &self);
+Tensor clamp(const Tensor &self, optional<Scalar> min = nullopt, optional<Scalar> max = nullopt);
+Tensor clamp_min(const Tensor &self, const Scalar &min);
+Tensor sum(const Tensor &self, optional<ScalarType> dtype = nullopt);
+Tensor sum(const Tensor &self, IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt);
+Tensor mean(const Tensor &self, IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt);
+Tensor cumsum(const Tensor &self, int64_t dim, optional<ScalarType> dtype = nullopt);
+Tensor logsumexp(const Tensor &self, IntArrayRef dim, bool keepdim = false);
+Tensor matmul(const Tensor &self, const Tensor &other);
+Tensor mm(const Tensor &self, const Tensor &other);
+Tensor bmm(const Tensor &self, const Tensor &other);
+Tensor masked_fill(const Tensor &self, const Tensor &mask, const Scalar &value);
+Tensor where(const Tensor &condition, const Tensor &self, const Tensor &other);
+Tensor layer_norm(const Tensor &input, IntArrayRef normalized_shape, optional<Tensor> weight = nullopt,
+                  optional<Tensor> bias = nullopt, double eps = 1e-05, bool cudnn_enable = true);
+Tensor binary_cross_entropy(const Tensor &self, const Tensor &target, optional<Tensor> weight = nullopt,
+                            int64_t reduction = 1);
+Tensor binary_cross_entropy_with_logits(const Tensor &self, const Tensor &target);
+Tensor nll_loss(const Tensor &self, const Tensor &target);
+Tensor mse_loss(const Tensor &self, const Tensor &target, int64_t reduction = 1);
+Tensor cross_entropy_loss(const Tensor &self, const Tensor &target);
+Tensor ones(IntArrayRef size, TensorOptions options = {});
+Tensor zeros(IntArrayRef size, TensorOptions options = {});
+Tensor full(IntArrayRef size, const Scalar &fill_value, TensorOptions options = {});
+Tensor randn(IntArrayRef size, TensorOptions options = {});
+Tensor randint(int64_t high, IntArrayRef size, TensorOptions options = {});
+Tensor arange(const Scalar &end, TensorOptions options = {});
+Tensor empty(IntArrayRef size, TensorOptions options = {});
+Tensor ones_like(const Tensor &self);
+Tensor zeros_like(const Tensor &self);
+Tensor cat(ArrayRef<Tensor> tensors, int64_t dim = 0);
+Tensor stack(ArrayRef<Tensor> tensors, int64_t dim = 0);
+Tensor isfinite(const Tensor &self);
+
+namespace autocast {
+bool is_enabled();
+void set_enabled(bool enabled);
+void clear_cache();
+int increment_nesting();
+int decrement_nesting();
+bool is_cpu_enabled();
+void set_cpu_enabled(bool enabled);
+ScalarType get_autocast_gpu_dtype();
+void set_autocast_gpu_dtype(ScalarType dtype);
+void set_autocast_cpu_dtype(ScalarType dtype);
+void set_autocast_cache_enabled(bool enabled);
+// 2.4+ device-generic spellings.
+bool is_autocast_enabled(DeviceType device_type);
+void set_autocast_enabled(DeviceType device_type, bool enabled);
+ScalarType get_autocast_dtype(DeviceType device_type);
+void set_autocast_dtype(DeviceType device_type, ScalarType dtype);
+} // namespace autocast
+} // namespace at
+
+namespace torch {
+using namespace at;
+using Dtype = at::ScalarType;
+constexpr auto kFloat16 = at::kHalf;
+constexpr auto kFloat32 = at::kFloat;
+constexpr auto kFloat64 = at::kDouble;
+constexpr auto kF16 = kFloat16;
+constexpr auto kF32 = kFloat32;
+
+inline TensorOptions dtype(ScalarType t) { return TensorOptions(t); }
+void manual_seed(uint64_t seed);
+namespace cuda {
+bool is_available();
+}
+
+namespace autograd {
+struct NoGradGuard {
+  NoGradGuard();
+  ~NoGradGuard();
+};
+} // namespace autograd
+using autograd::NoGradGuard;
+
+namespace nn {
+class Module {
+public:
+  virtual ~Module() = default;
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  virtual void to(Device device, ScalarType dtype, bool non_blocking = false);
+  virtual void to(ScalarType dtype, bool non_blocking = false);
+  virtual void to(Device device, bool non_blocking = false);
+  void train(bool on = true);
+  void eval();
+  void zero_grad();
+  template <typename ModuleType>
+  std::shared_ptr<ModuleType> register_module(std::string name, std::shared_ptr<ModuleType> module);
+  template <typename ModuleType> ModuleType register_module(std::string name, ModuleType holder) {
+    return holder;
+  }
+  Tensor &register_parameter(std::string name, Tensor tensor, bool requires_grad = true);
+};
+
+template <typename Contained> class ModuleHolder {
+public:
+  ModuleHolder() : impl_(std::make_shared<Contained>()) {}
+  template <typename Head, typename... Tail>
+  explicit ModuleHolder(Head &&head, Tail &&...tail)
+      : impl_(new Contained(std::forward<Head>(head), std::forward<Tail>(tail)...)) {}
+  Contained *operator->() { return impl_.get(); }
+  const Contained *operator->() const { return impl_.get(); }
+  Contained &operator*() { return *impl_; }
+  template <typename... Args> auto operator()(Args &&...args) {
+    return impl_->forward(std::forward<Args>(args)...);
+  }
+  const std::shared_ptr<Contained> &ptr() const { return impl_; }
+
+protected:
+  std::shared_ptr<Contained> impl_;
+};
+
+#define TORCH_MODULE_IMPL(Name, ImplType)                                                        \
+  class Name : public torch::nn::ModuleHolder<ImplType> {                                        \
+  public:                                                                                        \
+    using torch::nn::ModuleHolder<ImplType>::ModuleHolder;                                       \
+  }
+#define TORCH_MODULE(Name) TORCH_MODULE_IMPL(Name, Name##Impl)
+
+// Options: setters are TORCH_ARG(type, name): `auto name(const type &v) -> decltype(*this)`.
+#define TORCH_ARG(T, name)                                                                       \
+public:                                                                                          \
+  inline auto name(const T &new_##name)->decltype(*this) {                                       \
+    this->name##_ = new_##name;                                                                  \
+    return *this;                                                                                \
+  }                                                                                              \
+  inline const T &name() const noexcept { return this->name##_; }                                \
+                                                                                                 \
+private:                                                                                         \
+  T name##_
+
+struct LinearOptions {
+  LinearOptions(int64_t in, int64_t out) {}
+  TORCH_ARG(bool, bias) = true;
+};
+struct LayerNormOptions {
+  LayerNormOptions(std::vector<int64_t> normalized_shape) {}
+  TORCH_ARG(double, eps) = 1e-5;
+  TORCH_ARG(bool, elementwise_affine) = true;
+};
+struct BatchNormOptions {
+  BatchNormOptions(int64_t num_features) {}
+  TORCH_ARG(double, eps) = 1e-5;
+  TORCH_ARG(double, momentum) = 0.1;
+};
+struct GroupNormOptions {
+  GroupNormOptions(int64_t groups, int64_t channels) {}
+  TORCH_ARG(double, eps) = 1e-5;
+};
+struct SoftmaxOptions {
+  SoftmaxOptions(int64_t dim) {}
+  TORCH_ARG(int64_t, dim);
+};
+struct EmbeddingOptions {
+  EmbeddingOptions(int64_t n, int64_t d) {}
+};
+struct BCELossOptions {};
+struct CrossEntropyLossOptions {};
+
+class LinearImpl : public Module {
+public:
+  LinearImpl(int64_t in, int64_t out) {}
+  explicit LinearImpl(const LinearOptions &options) {}
+  Tensor forward(const Tensor &input);
+  Tensor weight, bias;
+};
+TORCH_MODULE(Linear);
+class LayerNormImpl : public Module {
+public:
+  explicit LayerNormImpl(std::vector<int64_t> normalized_shape) {}
+  explicit LayerNormImpl(const LayerNormOptions &options) {}
+  Tensor forward(const Tensor &input);
+};
+TORCH_MODULE(LayerNorm);
+class BatchNorm1dImpl : public Module {
+public:
+  explicit BatchNorm1dImpl(int64_t num_features) {}
+  explicit BatchNorm1dImpl(const BatchNormOptions &options) {}
+  Tensor forward(const Tensor &input);
+};
+TORCH_MODULE(BatchNorm1d);
+class BatchNorm2dImpl : public Module {
+public:
+  explicit BatchNorm2dImpl(int64_t num_features) {}
+  explicit BatchNorm2dImpl(const BatchNormOptions &options) {}
+  Tensor forward(const Tensor &input);
+};
+TORCH_MODULE(BatchNorm2d);
+class SoftmaxImpl : public Module {
+public:
+  explicit SoftmaxImpl(int64_t dim) {}
+  explicit SoftmaxImpl(const SoftmaxOptions &options) {}
+  Tensor forward(const Tensor &input);
+};
+TORCH_MODULE(Softmax);
+class EmbeddingImpl : public Module {
+public:
+  EmbeddingImpl(int64_t n, int64_t d) {}
+  Tensor forward(const Tensor &indices);
+};
+TORCH_MODULE(Embedding);
+class BCELossImpl : public Module {
+public:
+  explicit BCELossImpl(const BCELossOptions &options = {}) {}
+  Tensor forward(const Tensor &input, const Tensor &target);
+};
+TORCH_MODULE(BCELoss);
+class CrossEntropyLossImpl : public Module {
+public:
+  explicit CrossEntropyLossImpl(const CrossEntropyLossOptions &options = {}) {}
+  Tensor forward(const Tensor &input, const Tensor &target);
+};
+TORCH_MODULE(CrossEntropyLoss);
+
+namespace functional {
+struct SoftmaxFuncOptions {
+  SoftmaxFuncOptions(int64_t dim) {}
+  TORCH_ARG(int64_t, dim);
+  TORCH_ARG(optional<ScalarType>, dtype) = nullopt;
+};
+struct LogSoftmaxFuncOptions {
+  LogSoftmaxFuncOptions(int64_t dim) {}
+  TORCH_ARG(int64_t, dim);
+  TORCH_ARG(optional<ScalarType>, dtype) = nullopt;
+};
+struct LayerNormFuncOptions {
+  LayerNormFuncOptions(std::vector<int64_t> normalized_shape) {}
+  TORCH_ARG(double, eps) = 1e-5;
+};
+struct NormalizeFuncOptions {
+  NormalizeFuncOptions() {}
+  TORCH_ARG(double, p) = 2.0;
+  TORCH_ARG(int64_t, dim) = 1;
+  TORCH_ARG(double, eps) = 1e-12;
+};
+struct BinaryCrossEntropyFuncOptions {};
+struct CrossEntropyFuncOptions {};
+inline Tensor softmax(const Tensor &input, const SoftmaxFuncOptions &options) { return input; }
+inline Tensor log_softmax(const Tensor &input, const LogSoftmaxFuncOptions &options) { return input; }
+inline Tensor layer_norm(const Tensor &input, const LayerNormFuncOptions &options) { return input; }
+inline Tensor normalize(const Tensor &input, NormalizeFuncOptions options = {}) { return input; }
+inline Tensor relu(const Tensor &input, bool inplace = false) { return input; }
+inline Tensor binary_cross_entropy(const Tensor &input, const Tensor &target,
+                                   const BinaryCrossEntropyFuncOptions &options = {}) { return input; }
+inline Tensor cross_entropy(const Tensor &input, const Tensor &target,
+                            const CrossEntropyFuncOptions &options = {}) { return input; }
+inline Tensor mse_loss(const Tensor &input, const Tensor &target) { return input; }
+inline Tensor nll_loss(const Tensor &input, const Tensor &target) { return input; }
+} // namespace functional
+} // namespace nn
+
+namespace optim {
+struct AdamOptions {
+  AdamOptions(double lr = 1e-3) {}
+  TORCH_ARG(double, lr) = 1e-3;
+  TORCH_ARG(double, eps) = 1e-8;
+  TORCH_ARG(double, weight_decay) = 0;
+};
+struct AdamWOptions {
+  AdamWOptions(double lr = 1e-3) {}
+  TORCH_ARG(double, lr) = 1e-3;
+  TORCH_ARG(double, eps) = 1e-8;
+};
+struct SGDOptions {
+  SGDOptions(double lr) {}
+  TORCH_ARG(double, momentum) = 0;
+};
+class Optimizer {
+public:
+  void step();
+  void zero_grad();
+};
+class Adam : public Optimizer {
+public:
+  Adam(std::vector<Tensor> params, AdamOptions defaults = {}) {}
+};
+class AdamW : public Optimizer {
+public:
+  AdamW(std::vector<Tensor> params, AdamWOptions defaults = {}) {}
+};
+class SGD : public Optimizer {
+public:
+  SGD(std::vector<Tensor> params, SGDOptions defaults) {}
+};
+} // namespace optim
+} // namespace torch

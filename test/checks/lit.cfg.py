@@ -1,0 +1,41 @@
+# lit configuration of the check tests. Each test is a C++ file whose RUN lines
+# use these substitutions and whose every warning is expected.
+import os
+import lit.formats
+
+config.name = "mpnanny-checks"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".cpp", ".test"]
+config.excludes = ["Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mpnanny_binary_dir, "test", "checks")
+
+mock = os.path.join(config.test_source_root, "Inputs", "mock")
+flags = "-std=c++17 -isystem " + mock
+config.substitutions.append(("%torch_mock", mock))
+config.substitutions.append(("%rules", os.path.join(config.mpnanny_source_dir, "rules")))
+config.substitutions.append(("%mpnanny_check", config.mpnanny_check))
+config.substitutions.append(("%clang_tidy", config.clang_tidy))
+config.substitutions.append(("%old_clang_tidy", config.old_clang_tidy))
+config.substitutions.append(("%plugin", config.mpnanny_plugin))
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+# The usual shape of a check test: scan with the mock headers, expect every warning.
+config.substitutions.append(("%check_flags", flags))
+config.substitutions.append(
+    ("%FileCheckAll", config.filecheck + " -implicit-check-not='{{warning|error}}:'"))
+config.substitutions.append(("FileCheck", config.filecheck))
+config.substitutions.append(("%source_dir", config.mpnanny_source_dir))
+config.substitutions.append(("%binary_dir", config.mpnanny_binary_dir))
+
+if config.torch_include_dirs:
+    config.available_features.add("libtorch")
+    config.substitutions.append(
+        ("%torch_flags", "-std=c++17 " + " ".join("-isystem " + d for d in config.torch_include_dirs)))
+if os.path.exists(config.old_clang_tidy or ""):
+    config.available_features.add("old-clang-tidy")
+
+config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", "")])
+# Tests must not depend on the user's environment.
+for var in ["MPNANNY_RULES", "MPNANNY_KNOWLEDGE", "TORCH_DIR"]:
+    config.environment.pop(var, None)
