@@ -73,6 +73,8 @@ bool isNnModuleRecord(const CXXRecordDecl *RD) {
 /// The class of the object a member call is made on, through pointers.
 const CXXRecordDecl *objectRecord(const CXXMemberCallExpr &Call) {
   const Expr *Obj = Call.getImplicitObjectArgument();
+  if (Obj)
+    Obj = Obj->IgnoreParenImpCasts(); // the derived-to-base cast to torch::nn::Module
   if (!Obj)
     return nullptr;
   QualType T = Obj->getType();
@@ -119,7 +121,13 @@ public:
     Found.push_back(FD);
     return true;
   }
+  bool VisitCXXRecordDecl(CXXRecordDecl *RD) {
+    if (RD->isThisDeclarationADefinition() && !RD->isLambda())
+      Records.push_back(RD);
+    return true;
+  }
   std::vector<const FunctionDecl *> Found;
+  std::vector<const CXXRecordDecl *> Records;
 
 private:
   const SourceManager &SM;
@@ -293,6 +301,12 @@ void PrecisionContext::collect() {
     Functions.push_back(std::move(Facts));
   }
 
+  for (const CXXRecordDecl *RD : Collector.Records) {
+    SourceLocation B = SM.getExpansionLoc(RD->getBeginLoc()), E = SM.getExpansionLoc(RD->getEndLoc());
+    if (SM.getFileID(B) == SM.getFileID(E))
+      Records.push_back({RD, SM.getFileID(B), SM.getFileOffset(B), SM.getFileOffset(E)});
+  }
+
   for (const PendingToggle &P : Pending)
     P.F->Toggles.push_back({P.Offset, P.On, P.Cpu ? CpuDtype : GpuDtype, P.Where});
   for (auto &F : Functions)
@@ -389,8 +403,22 @@ PrecisionReason PrecisionContext::at(const Stmt &S) const {
   if (Forced)
     return {*Forced, SourceLocation(), "the precision is forced by the Precision option"};
   const FunctionDecl *FD = enclosingFunction(S);
-  if (!FD)
+  if (!FD) {
+    // A default member initializer: the class's conversion decides.
+    const SourceManager &SM = Ctx.getSourceManager();
+    SourceLocation L = SM.getExpansionLoc(S.getBeginLoc());
+    const RecordRange *Best = nullptr;
+    for (const RecordRange &R : Records)
+      if (R.File == SM.getFileID(L) && R.Begin <= SM.getFileOffset(L) &&
+          SM.getFileOffset(L) <= R.End && (!Best || R.End - R.Begin < Best->End - Best->Begin))
+        Best = &R;
+    if (Best)
+      if (auto It = Converted.find(Best->Decl->getCanonicalDecl()); It != Converted.end())
+        return {plainPrecision(It->second.first), It->second.second,
+                "the module '" + Best->Decl->getNameAsString() + "' is converted to " +
+                    kb::toString(It->second.first) + " here"};
     return {};
+  }
   auto It = ByDecl.find(FD->getCanonicalDecl());
   if (It == ByDecl.end())
     return {};

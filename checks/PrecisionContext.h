@@ -62,6 +62,12 @@ private:
   std::vector<std::unique_ptr<FunctionFacts>> Functions;
   llvm::DenseMap<const FunctionDecl *, FunctionFacts *> ByDecl;
   llvm::DenseMap<const CXXRecordDecl *, std::pair<kb::Format, SourceLocation>> Converted;
+  struct RecordRange {
+    const CXXRecordDecl *Decl;
+    FileID File;
+    unsigned Begin, End;
+  };
+  std::vector<RecordRange> Records;
 
   void collect();
   void propagate();

@@ -24,7 +24,6 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "I
 config.substitutions.append(("%check_flags", flags))
 config.substitutions.append(
     ("%FileCheckAll", config.filecheck + " -implicit-check-not='{{warning|error}}:'"))
-config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("%source_dir", config.mpnanny_source_dir))
 config.substitutions.append(("%binary_dir", config.mpnanny_binary_dir))
 
@@ -39,3 +38,4 @@ config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.envi
 # Tests must not depend on the user's environment.
 for var in ["MPNANNY_RULES", "MPNANNY_KNOWLEDGE", "TORCH_DIR"]:
     config.environment.pop(var, None)
+config.pipefail = False

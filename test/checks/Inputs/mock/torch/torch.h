@@ -34,6 +34,7 @@ public:
   optional() {}
   optional(nullopt_t) {}
   optional(T v) {}
+  template <typename U> optional(U v) {}
 };
 class Scalar {
 public:

@@ -1,0 +1,62 @@
+// RUN: %mpnanny_check --checks='-*,mpnanny-fp16-constant-range' %s -- %check_flags | %FileCheckAll %s
+// RUN: %clang_tidy --load %plugin -checks='-*,mpnanny-fp16-constant-range' %s -- %check_flags | %FileCheckAll %s
+
+#include <torch/torch.h>
+#include <ATen/autocast_mode.h>
+
+torch::Tensor half_attention(torch::Tensor scores, torch::Tensor mask) {
+  auto h = scores.to(torch::kHalf);
+  auto a = h.masked_fill(mask, -1e9);
+// CHECK: :[[@LINE-1]]:32: warning: Tensor::masked_fill fill value -1e9 cannot be represented in fp16 (largest finite value 65504){{.*}} [mpnanny-fp16-constant-range]
+  auto b = torch::masked_fill(h, mask, -1e10);
+// CHECK: :[[@LINE-1]]:40: warning: torch::masked_fill fill value -1e10 cannot be represented in fp16{{.*}} [mpnanny-fp16-constant-range]
+  auto c = h.masked_fill(mask, -1e4);
+  auto d = h.masked_fill(mask, -65504.0);
+  auto e = h.to(torch::kFloat).masked_fill(mask, -1e9);
+  auto f = h + 1e-8;
+// CHECK: :[[@LINE-1]]:16: warning: adding 1e-8 to a fp16 tensor is no protection{{.*}} [mpnanny-fp16-constant-range]
+  auto g = h + 1e-3;
+  auto k = h.clamp(1e-9, 1e5);
+// CHECK: :[[@LINE-1]]:20: warning: Tensor::clamp bound value 1e-9 rounds to 0 in fp16{{.*}} [mpnanny-fp16-constant-range]
+// CHECK: :[[@LINE-2]]:26: warning: Tensor::clamp bound value 100000 cannot be represented in fp16{{.*}} [mpnanny-fp16-constant-range]
+  return a + b + c + d + e + f + g + k;
+}
+
+// bf16 holds -1e9 and 1e-8: nothing to report.
+torch::Tensor bf16_attention(torch::Tensor scores, torch::Tensor mask) {
+  auto h = scores.to(torch::kBFloat16);
+  return h.masked_fill(mask, -1e9) + 1e-8;
+}
+
+// Under fp16 autocast the scores come out of a matmul in fp16: -1e9 fails there too.
+torch::Tensor autocast_attention(torch::Tensor q, torch::Tensor k, torch::Tensor mask) {
+  at::autocast::set_enabled(true);
+  auto scores = torch::matmul(q, k);
+  auto masked = scores.masked_fill(mask, -1e9);
+// CHECK: :[[@LINE-1]]:42: warning: Tensor::masked_fill fill value -1e9 cannot be represented in fp16{{.*}} [mpnanny-fp16-constant-range]
+  auto upcast = scores.to(torch::kFloat).masked_fill(mask, -1e9);
+  at::autocast::set_enabled(false);
+  return masked + upcast;
+}
+
+struct HalfModelImpl : torch::nn::Module {
+  torch::nn::LayerNorm norm{torch::nn::LayerNormOptions({8}).eps(1e-12)};
+// CHECK: :[[@LINE-1]]:66: warning: LayerNormOptions::eps(1e-12) is 0 in fp16{{.*}} [mpnanny-fp16-constant-range]
+  torch::Tensor forward(torch::Tensor x) { return norm(x); }
+};
+TORCH_MODULE(HalfModel);
+
+void train_half_model() {
+  HalfModel model;
+  model->to(torch::kHalf);
+  torch::optim::Adam bad(model->parameters(), torch::optim::AdamOptions(1e-3).eps(1e-8));
+// CHECK: :[[@LINE-1]]:83: warning: AdamOptions::eps(1e-8) is 0 in fp16{{.*}} [mpnanny-fp16-constant-range]
+  torch::optim::Adam good(model->parameters(), torch::optim::AdamOptions(1e-3).eps(1e-4));
+}
+
+// An fp32 model: eps 1e-8 and -1e9 are fine.
+void train_fp32_model(torch::Tensor x, torch::Tensor mask) {
+  torch::nn::Linear model(4, 4);
+  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3).eps(1e-8));
+  auto y = x.masked_fill(mask, -1e9) + 1e-8;
+}
