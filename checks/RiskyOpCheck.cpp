@@ -29,6 +29,10 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
 
   const kb::Risk *Hit = nullptr;
   for (const kb::Risk &R : Op->Risks) {
+    // Note-level risks are documentation (the knowledge pages show them), not findings:
+    // a linter that warns about every bf16 sum gets switched off.
+    if (R.Level == kb::Severity::Note)
+      continue;
     // A banned op raises only under autocast; elsewhere its other risks apply.
     bool Applies = R.Kind == kb::RiskKind::Banned
                        ? !Format
