@@ -13,7 +13,7 @@ packages=(
 for extra in "$@"; do
   case "$extra" in
     browser) packages+=(chromium) ;;
-    node) packages+=(nodejs npm) ;;
+    node) command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm) ;;
     *) echo "bootstrap.sh: unknown extra '$extra' (known: browser, node)" >&2; exit 2 ;;
   esac
 done
