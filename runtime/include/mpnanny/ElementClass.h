@@ -1,0 +1,130 @@
+// Classification of one floating-point element against the fp16 and bf16 formats.
+//
+// This header is the single definition shared by the CPU stat kernel (runtime/src/TensorStats.cpp)
+// and the CUDA kernel (runtime/cuda/): both must agree bit for bit on every count, so everything
+// here is branch-light integer/float arithmetic with no library calls that differ between host
+// and device. Keep it free of C++ standard library dependencies that nvcc cannot compile.
+#ifndef MPNANNY_ELEMENTCLASS_H
+#define MPNANNY_ELEMENTCLASS_H
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define MPNANNY_HD __host__ __device__
+#else
+#define MPNANNY_HD
+#endif
+
+namespace mpnanny {
+
+/// Limits of the low-precision formats a run is judged against (derived from IEEE 754, see
+/// KNOWLEDGE.md "Format limits"). "Flush" is the magnitude at or below which a value rounds to zero.
+struct FormatLimits {
+  double max_finite;
+  double min_normal;
+  double flush_at_or_below;
+  int mantissa_bits;
+};
+
+constexpr FormatLimits kFp16Limits{65504.0, 6.103515625e-05 /*2^-14*/, 2.98023223876953125e-08 /*2^-25*/,
+                                   10};
+constexpr FormatLimits kBf16Limits{3.3895313892515355e+38, 1.1754943508222875e-38 /*2^-126*/,
+                                   4.591774807899561e-41 /*2^-134*/, 7};
+
+/// log2|x| histogram: bucket 0 holds non-zero magnitudes below 2^kHistogramMinExponent (values
+/// fp16 cannot even store as a subnormal), buckets 1..kHistogramBuckets-2 hold one binade each,
+/// [2^e, 2^(e+1)) with e = kHistogramMinExponent + bucket - 1, and the last bucket holds 2^16 and
+/// above, infinities included. Zeros and NaNs are counted elsewhere. The range is fp16's, because
+/// that is the format whose range a training run most often exceeds.
+constexpr int kHistogramMinExponent = -24;
+constexpr int kHistogramBuckets = 42;
+
+/// The binade a histogram bucket starts at, for bucket >= 1.
+MPNANNY_HD constexpr int histogram_bucket_exponent(int bucket) { return kHistogramMinExponent + bucket - 1; }
+
+MPNANNY_HD inline uint32_t float_bits(float value) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(value);
+#else
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+#endif
+}
+
+/// Histogram bucket of a finite or infinite non-zero magnitude given as float. Computed from the
+/// exponent bits so that it vectorizes on the CPU and matches the device exactly.
+MPNANNY_HD inline int histogram_bucket(float magnitude) {
+  const int biased_exponent = static_cast<int>((float_bits(magnitude) >> 23) & 0xffu);
+  // fp32 subnormals have biased exponent 0 and are far below 2^-24: bucket 0 either way.
+  int bucket = biased_exponent - 127 - kHistogramMinExponent + 1;
+  bucket = bucket < 0 ? 0 : bucket;
+  return bucket > kHistogramBuckets - 1 ? kHistogramBuckets - 1 : bucket;
+}
+
+/// One element's classification, as 0/1 flags so that kernels can sum them without branches.
+struct ElementClass {
+  uint8_t is_nan;
+  uint8_t is_inf;
+  uint8_t is_zero;
+  uint8_t fp16_overflow;   ///< finite and above 65504
+  uint8_t fp16_subnormal;  ///< would be stored as an fp16 subnormal (precision lost)
+  uint8_t fp16_flush;      ///< non-zero but rounds to zero in fp16
+  uint8_t bf16_overflow;
+  uint8_t bf16_subnormal;
+  uint8_t bf16_flush;
+  int8_t bucket;  ///< histogram bucket, -1 for zero and NaN
+};
+
+template <typename Real>
+struct LargestFinite;
+template <>
+struct LargestFinite<float> {
+  static constexpr float value = 3.40282346638528859812e+38F;
+};
+template <>
+struct LargestFinite<double> {
+  static constexpr double value = 1.79769313486231570815e+308;
+};
+
+/// Classifies a magnitude |x| (already made non-negative; NaN stays NaN). Works on float and
+/// double so that a double tensor is judged without first rounding it to float.
+template <typename Real>
+MPNANNY_HD inline ElementClass classify_magnitude(Real magnitude) {
+  ElementClass result{};
+  const bool is_nan = !(magnitude == magnitude);
+  const bool is_inf = !is_nan && magnitude > LargestFinite<Real>::value;
+  const bool is_zero = magnitude == static_cast<Real>(0);
+  const bool finite_nonzero = !is_nan && !is_inf && !is_zero;
+  result.is_nan = is_nan;
+  result.is_inf = is_inf;
+  result.is_zero = is_zero;
+  result.fp16_overflow = finite_nonzero && magnitude > static_cast<Real>(kFp16Limits.max_finite);
+  result.fp16_subnormal = finite_nonzero && magnitude < static_cast<Real>(kFp16Limits.min_normal) &&
+                          magnitude > static_cast<Real>(kFp16Limits.flush_at_or_below);
+  result.fp16_flush = finite_nonzero && magnitude <= static_cast<Real>(kFp16Limits.flush_at_or_below);
+  result.bf16_overflow = finite_nonzero && magnitude > static_cast<Real>(kBf16Limits.max_finite);
+  result.bf16_subnormal = finite_nonzero && magnitude < static_cast<Real>(kBf16Limits.min_normal) &&
+                          magnitude > static_cast<Real>(kBf16Limits.flush_at_or_below);
+  result.bf16_flush = finite_nonzero && magnitude <= static_cast<Real>(kBf16Limits.flush_at_or_below);
+  if (is_nan || is_zero) {
+    result.bucket = -1;
+  } else {
+    // A double too small for float becomes 0.0f: it still belongs in the lowest bucket.
+    const float as_float = static_cast<float>(magnitude);
+    result.bucket = static_cast<int8_t>(as_float == 0.0f ? 0 : histogram_bucket(as_float));
+  }
+  return result;
+}
+
+/// Unit in the last place of |value| in a format with `mantissa_bits` explicit mantissa bits,
+/// as a power-of-two exponent: ulp = 2^result. Used by the swamping rule.
+MPNANNY_HD inline int ulp_exponent(float magnitude, int mantissa_bits) {
+  const int biased_exponent = static_cast<int>((float_bits(magnitude) >> 23) & 0xffu);
+  return biased_exponent - 127 - mantissa_bits;
+}
+
+}  // namespace mpnanny
+
+#endif  // MPNANNY_ELEMENTCLASS_H

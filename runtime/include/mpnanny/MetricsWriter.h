@@ -1,0 +1,154 @@
+// The asynchronous SQLite store behind the nanny: one writer thread, a bounded queue, batched
+// transactions, WAL. The schema is documented in runtime/src/MetricsWriter.cpp next to the
+// statements that create it.
+#ifndef MPNANNY_METRICSWRITER_H
+#define MPNANNY_METRICSWRITER_H
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+
+#include "mpnanny/Alert.h"
+#include "mpnanny/TensorStats.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace mpnanny {
+
+/// Version of the database layout; readers refuse files with a newer version.
+constexpr int kMetricsSchemaVersion = 1;
+
+struct RunInfo {
+  int rank = 0;
+  int local_rank = 0;
+  int world_size = 1;
+  std::string precision;
+  std::string options_json;  ///< the effective options, after environment overrides
+  std::string torch_version;
+};
+
+struct LocationRecord {
+  int64_t location_id = 0;
+  SourceLocation location;
+};
+struct StepRecord {
+  int64_t step = 0;
+  bool traced = false;
+  bool dense = false;
+  double duration_ms = 0.0;
+  int64_t alert_count = 0;
+};
+struct TensorRecord {
+  int64_t step = 0;
+  int64_t seq = 0;  ///< order of observation within the step
+  Phase phase = Phase::Forward;
+  std::string op;
+  std::string name;
+  int64_t location_id = 0;  ///< 0: unknown
+  std::string dtype;
+  std::string shape;
+  TensorStats stats;
+  std::optional<double> update_ratio;
+};
+struct AlertRecord {
+  Alert alert;
+  int64_t seq = 0;
+  int64_t location_id = 0;
+};
+struct LossScaleRecord {
+  int64_t step = 0;
+  double scale = 0.0;
+  bool skipped = false;
+};
+struct MemoryRecord {
+  int64_t step = 0;
+  int64_t rss_bytes = -1;
+  int64_t cuda_allocated_bytes = -1;
+  int64_t cuda_reserved_bytes = -1;
+};
+struct ScalarRecord {
+  int64_t step = 0;
+  std::string name;
+  double value = 0.0;
+};
+
+using Record = std::variant<LocationRecord, StepRecord, TensorRecord, AlertRecord, LossScaleRecord, MemoryRecord,
+                            ScalarRecord>;
+
+struct WriterOptions {
+  /// Records waiting to be written; beyond it new records are dropped (and counted), so that a
+  /// slow disk never stalls training.
+  size_t queue_capacity = 1 << 16;
+  /// How long a write waits for a database another process holds locked before giving up.
+  int busy_timeout_ms = 2000;
+  /// Tests only: the writer thread starts paused until resume_for_testing().
+  bool start_paused_for_testing = false;
+};
+
+class MetricsWriter {
+ public:
+  /// Opens (creating if needed) the database at `path` and starts the writer thread. On failure
+  /// the writer is inert: ok() is false, error() says why, nothing is written and no thread runs.
+  MetricsWriter(const std::string& path, const RunInfo& run, const WriterOptions& options = {});
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
+
+  bool ok() const { return !failed_.load(std::memory_order_acquire); }
+  std::string error() const;
+  int64_t run_id() const { return run_id_; }
+
+  /// Queues a record; false when it was dropped (queue full, writer failed or closed).
+  bool enqueue(Record record);
+  /// Blocks until every record queued before the call is committed (or the writer failed).
+  void flush();
+  /// Drains the queue, writes the run's end, joins the thread. Idempotent.
+  void close();
+
+  int64_t dropped_records() const { return dropped_.load(); }
+  int64_t written_records() const { return written_.load(); }
+  /// Transactions committed so far (each holds everything that was queued when it began).
+  int64_t committed_batches() const { return batches_.load(); }
+  void resume_for_testing();
+
+ private:
+  void run_writer_thread();
+  bool write_batch(std::deque<Record>& batch);
+  bool write_record(const Record& record);
+  void fail(const std::string& message);
+  bool exec(const char* sql);
+
+  sqlite3* db_ = nullptr;
+  int64_t run_id_ = 0;
+  WriterOptions options_;
+  std::thread thread_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable work_done_;
+  std::deque<Record> queue_;
+  bool stopping_ = false;
+  bool paused_ = false;
+  bool closed_ = false;
+  int64_t enqueued_total_ = 0;  // guarded by mutex_
+  int64_t handled_total_ = 0;   // guarded by mutex_: written or discarded after a failure
+  std::atomic<bool> failed_{false};
+  std::atomic<int64_t> dropped_{0};
+  std::atomic<int64_t> written_{0};
+  std::atomic<int64_t> batches_{0};
+  std::string error_;  // guarded by mutex_
+
+  struct Statements;
+  std::unique_ptr<Statements> statements_;
+};
+
+}  // namespace mpnanny
+
+#endif  // MPNANNY_METRICSWRITER_H

@@ -1,0 +1,57 @@
+// One-pass statistics of a tensor, judged against the fp16 and bf16 formats.
+#ifndef MPNANNY_TENSORSTATS_H
+#define MPNANNY_TENSORSTATS_H
+
+#include <array>
+#include <cstdint>
+#include <limits>
+
+#include "mpnanny/ElementClass.h"
+
+namespace at {
+class Tensor;
+}
+
+namespace mpnanny {
+
+/// What one read of a tensor's memory yields. Sums are accumulated in double; `max_abs`,
+/// `min_abs_nonzero`, `sum` and `sum_squares` cover finite elements only (NaN and Inf are counted
+/// instead), so one bad element does not hide the shape of the rest.
+struct TensorStats {
+  int64_t numel = 0;
+  int64_t nan_count = 0;
+  int64_t inf_count = 0;
+  int64_t zero_count = 0;
+  double max_abs = 0.0;
+  double min_abs_nonzero = std::numeric_limits<double>::infinity();
+  double sum = 0.0;
+  double sum_squares = 0.0;
+  int64_t fp16_overflow = 0;
+  int64_t fp16_subnormal = 0;
+  int64_t fp16_flush = 0;
+  int64_t bf16_overflow = 0;
+  int64_t bf16_subnormal = 0;
+  int64_t bf16_flush = 0;
+  std::array<int64_t, kHistogramBuckets> histogram{};
+
+  int64_t finite_count() const { return numel - nan_count - inf_count; }
+  int64_t finite_nonzero_count() const { return finite_count() - zero_count; }
+  double mean() const;
+  /// L2 norm of the finite elements.
+  double norm() const;
+  /// Folds another partial result (a chunk of the same tensor) into this one.
+  void merge(const TensorStats& other);
+};
+
+/// Computes the statistics in one parallel pass (at::parallel_for) over float, double, half and
+/// bfloat16 tensors, contiguous or strided. Other dtypes (integers, bool, complex) and undefined
+/// tensors return an empty result (numel 0). CUDA tensors are copied to the host first: the CUDA
+/// kernel belongs to runtime/cuda/. Never throws: an unexpected error yields an empty result.
+TensorStats compute_tensor_stats(const at::Tensor& tensor) noexcept;
+
+/// True for the dtypes compute_tensor_stats reads.
+bool is_observable_tensor(const at::Tensor& tensor) noexcept;
+
+}  // namespace mpnanny
+
+#endif  // MPNANNY_TENSORSTATS_H

@@ -1,0 +1,201 @@
+#include "mpnanny/Checker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace mpnanny {
+
+const char* to_string(AlertType type) {
+  switch (type) {
+    case AlertType::Nan: return "NAN";
+    case AlertType::Inf: return "INF";
+    case AlertType::Overflow: return "OVERFLOW";
+    case AlertType::OverflowRisk: return "OVERFLOW_RISK";
+    case AlertType::Underflow: return "UNDERFLOW";
+    case AlertType::GradExplosion: return "GRAD_EXPLOSION";
+    case AlertType::GradVanish: return "GRAD_VANISH";
+    case AlertType::Swamping: return "SWAMPING";
+    case AlertType::LossScaleDrop: return "LOSS_SCALE_DROP";
+    case AlertType::LossScaleCollapse: return "LOSS_SCALE_COLLAPSE";
+  }
+  return "UNKNOWN";
+}
+
+std::optional<AlertType> alert_type_from_string(const std::string& name) {
+  for (int i = 0; i <= static_cast<int>(AlertType::LossScaleCollapse); ++i) {
+    const auto type = static_cast<AlertType>(i);
+    if (name == to_string(type)) return type;
+  }
+  return std::nullopt;
+}
+
+const char* to_string(Severity severity) {
+  switch (severity) {
+    case Severity::Info: return "INFO";
+    case Severity::Warning: return "WARNING";
+    case Severity::Error: return "ERROR";
+  }
+  return "UNKNOWN";
+}
+
+const char* to_string(Precision precision) { return precision == Precision::FP16 ? "fp16" : "bf16"; }
+
+const char* to_string(Phase phase) {
+  switch (phase) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::Gradient: return "gradient";
+    case Phase::Weight: return "weight";
+    case Phase::LossScale: return "loss_scale";
+  }
+  return "unknown";
+}
+
+const FormatLimits& limits_of(Precision precision) {
+  return precision == Precision::FP16 ? kFp16Limits : kBf16Limits;
+}
+
+namespace {
+
+template <typename... Args>
+std::string format(const char* pattern, Args... args) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, pattern, args...);
+  return buffer;
+}
+
+}  // namespace
+
+std::vector<Finding> check_values(const TensorStats& stats, Precision precision, const AlertThresholds& thresholds,
+                                  bool check_underflow, bool stored_in_target_precision) {
+  std::vector<Finding> findings;
+  if (stats.numel == 0) return findings;
+  const FormatLimits& limits = limits_of(precision);
+  const char* format_name = to_string(precision);
+  if (stats.nan_count > 0) {
+    findings.push_back({AlertType::Nan, Severity::Error, static_cast<double>(stats.nan_count), 0.0,
+                        format("%.0f NaN values of %.0f", static_cast<double>(stats.nan_count),
+                               static_cast<double>(stats.numel))});
+  }
+  const int64_t overflow_count = precision == Precision::FP16 ? stats.fp16_overflow : stats.bf16_overflow;
+  if (stats.inf_count > 0 && !stored_in_target_precision) {
+    findings.push_back({AlertType::Inf, Severity::Error, static_cast<double>(stats.inf_count), 0.0,
+                        format("%.0f infinite values of %.0f", static_cast<double>(stats.inf_count),
+                               static_cast<double>(stats.numel))});
+  }
+  const int64_t overflowed = overflow_count + (stored_in_target_precision ? stats.inf_count : 0);
+  if (overflowed > 0) {
+    const double shown = overflow_count > 0 ? stats.max_abs : INFINITY;
+    findings.push_back({AlertType::Overflow, Severity::Error, shown, limits.max_finite,
+                        format("%lld values above the largest finite %s value %g (max |x| = %g)",
+                               static_cast<long long>(overflowed), format_name, limits.max_finite, shown)});
+  } else if (stats.max_abs > limits.max_finite / thresholds.overflow_risk_factor) {
+    findings.push_back({AlertType::OverflowRisk, Severity::Warning, stats.max_abs,
+                        limits.max_finite / thresholds.overflow_risk_factor,
+                        format("max |x| = %g is within %gx of the largest finite value %g", stats.max_abs,
+                               thresholds.overflow_risk_factor, limits.max_finite)});
+  }
+  if (check_underflow) {
+    const int64_t below_normal = precision == Precision::FP16 ? stats.fp16_subnormal + stats.fp16_flush
+                                                              : stats.bf16_subnormal + stats.bf16_flush;
+    const int64_t nonzero = stats.finite_nonzero_count();
+    const double share = nonzero > 0 ? static_cast<double>(below_normal) / static_cast<double>(nonzero) : 0.0;
+    if (below_normal >= thresholds.underflow_min_count && share >= thresholds.underflow_share) {
+      findings.push_back({AlertType::Underflow, Severity::Warning, share, thresholds.underflow_share,
+                          format("%.1f%% of the non-zero values (%.0f) are below the smallest normal %g",
+                                 100.0 * share, static_cast<double>(below_normal), limits.min_normal)});
+    }
+  }
+  return findings;
+}
+
+std::optional<Finding> check_swamping(const TensorStats& input, double largest_result, Precision precision,
+                                      const AlertThresholds& thresholds) {
+  if (input.numel < thresholds.swamping_min_inputs || !(largest_result > 0.0) || !std::isfinite(largest_result)) {
+    return std::nullopt;
+  }
+  const int mantissa_bits = limits_of(precision).mantissa_bits;
+  // An addend of magnitude at most ulp(result)/2 rounds away when added to the result. The
+  // histogram knows each element's binade [2^e, 2^(e+1)): the whole binade is lost when
+  // 2^(e+1) <= ulp/2, i.e. e + 1 <= ulp_exponent - 1.
+  const int lost_limit_exponent = ulp_exponent(static_cast<float>(largest_result), mantissa_bits) - 1;
+  int64_t lost = 0;
+  for (int bucket = 0; bucket < kHistogramBuckets; ++bucket) {
+    const int binade_top = bucket == 0 ? kHistogramMinExponent : histogram_bucket_exponent(bucket) + 1;
+    if (binade_top <= lost_limit_exponent) lost += input.histogram[bucket];
+  }
+  const int64_t nonzero = input.finite_nonzero_count();
+  if (nonzero == 0) return std::nullopt;
+  const double share = static_cast<double>(lost) / static_cast<double>(nonzero);
+  if (share < thresholds.swamping_share) return std::nullopt;
+  return Finding{AlertType::Swamping, Severity::Warning, share, thresholds.swamping_share,
+                 format("%.1f%% of the addends are below half an ulp (2^%.0f) of the result %g and are lost",
+                        100.0 * share, static_cast<double>(lost_limit_exponent), largest_result)};
+}
+
+std::optional<Finding> check_gradient_norm(double unscaled_norm, const AlertThresholds& thresholds) {
+  if (!std::isfinite(unscaled_norm)) return std::nullopt;  // NaN/Inf gradients are NAN/INF alerts
+  if (unscaled_norm > thresholds.grad_explosion_norm) {
+    return Finding{AlertType::GradExplosion, Severity::Error, unscaled_norm, thresholds.grad_explosion_norm,
+                   format("gradient norm %g exceeds %g", unscaled_norm, thresholds.grad_explosion_norm)};
+  }
+  if (unscaled_norm < thresholds.grad_vanish_norm) {
+    return Finding{AlertType::GradVanish, Severity::Warning, unscaled_norm, thresholds.grad_vanish_norm,
+                   format("gradient norm %g is below %g", unscaled_norm, thresholds.grad_vanish_norm)};
+  }
+  return std::nullopt;
+}
+
+std::optional<double> RobustBaseline::upper_bound() const {
+  if (!thresholds_.adaptive_enabled || observations_ < thresholds_.adaptive_warmup || log2_values_.empty()) {
+    return std::nullopt;
+  }
+  std::vector<double> values(log2_values_.begin(), log2_values_.end());
+  const size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + middle, values.end());
+  const double median = values[middle];
+  for (double& value : values) value = std::fabs(value - median);
+  std::nth_element(values.begin(), values.begin() + middle, values.end());
+  const double deviation = std::max(1.4826 * values[middle], thresholds_.adaptive_min_deviation_log2);
+  return std::exp2(median + thresholds_.adaptive_k * deviation);
+}
+
+void RobustBaseline::add(double value) {
+  if (!(value > 0.0) || !std::isfinite(value)) return;  // log2 is defined for positive values only
+  log2_values_.push_back(std::log2(value));
+  if (static_cast<int64_t>(log2_values_.size()) > thresholds_.adaptive_window) log2_values_.pop_front();
+  ++observations_;
+}
+
+LossScaleMonitor::Observation LossScaleMonitor::observe(int64_t step, double scale) {
+  Observation result;
+  const bool backed_off = previous_scale_ && scale < *previous_scale_;
+  previous_scale_ = scale;
+  if (backed_off) {
+    result.skipped = true;
+    backoff_steps_.push_back(step);
+  }
+  while (!backoff_steps_.empty() && backoff_steps_.front() <= step - thresholds_.loss_scale_collapse_window) {
+    backoff_steps_.pop_front();
+  }
+  const int64_t recent_backoffs = static_cast<int64_t>(backoff_steps_.size());
+  if (scale < thresholds_.loss_scale_min) {
+    result.finding = Finding{AlertType::LossScaleCollapse, Severity::Error, scale, thresholds_.loss_scale_min,
+                             format("loss scale %g fell below %g", scale, thresholds_.loss_scale_min)};
+  } else if (backed_off && recent_backoffs >= thresholds_.loss_scale_collapse_backoffs) {
+    result.finding =
+        Finding{AlertType::LossScaleCollapse, Severity::Error, static_cast<double>(recent_backoffs),
+                static_cast<double>(thresholds_.loss_scale_collapse_backoffs),
+                format("loss scale backed off %.0f times within %.0f steps (now %g)",
+                       static_cast<double>(recent_backoffs),
+                       static_cast<double>(thresholds_.loss_scale_collapse_window), scale)};
+  } else if (backed_off) {
+    result.finding = Finding{AlertType::LossScaleDrop, Severity::Warning, scale, 0.0,
+                             format("loss scale backed off to %g: the step was skipped", scale)};
+  }
+  return result;
+}
+
+}  // namespace mpnanny

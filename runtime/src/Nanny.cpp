@@ -1,0 +1,908 @@
+// Reading RecordFunction inputs needs the same RecordFunction layout as LibTorch, which is built
+// with NDEBUG (the CMake target defines it for every build type).
+#ifndef NDEBUG
+#error "mpnanny's op observer must be compiled with -DNDEBUG (RecordFunction's layout depends on it)"
+#endif
+
+#include "mpnanny/Nanny.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/record_function.h>
+#include <c10/core/GradMode.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "SourceLocator.h"
+#include "mpnanny/MetricsWriter.h"
+#include "mpnanny/Sampler.h"
+#include "mpnanny/TensorStats.h"
+
+namespace mpnanny {
+
+const std::vector<std::string>& default_watched_ops() {
+  static const std::vector<std::string> kOps = {
+      // Risky in low precision (KNOWLEDGE.md): exponentials, logarithms, normalizations, reductions.
+      "aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax", "aten::exp", "aten::log",
+      "aten::layer_norm", "aten::native_layer_norm", "aten::sum", "aten::mean", "aten::cumsum", "aten::nansum",
+      "aten::pow", "aten::sqrt", "aten::rsqrt", "aten::div", "aten::masked_fill", "aten::masked_fill_",
+      // Matmuls feeding them.
+      "aten::linear", "aten::addmm", "aten::matmul", "aten::mm", "aten::bmm",
+      // Losses and what they decompose into.
+      "aten::cross_entropy_loss", "aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss_forward",
+      "aten::mse_loss", "aten::binary_cross_entropy", "aten::binary_cross_entropy_with_logits",
+      // Backward kernels of the above.
+      "aten::_softmax_backward_data", "aten::_log_softmax_backward_data", "aten::native_layer_norm_backward",
+      "aten::nll_loss_backward", "aten::mse_loss_backward", "aten::binary_cross_entropy_backward",
+      "aten::pow_backward", "aten::sqrt_backward"};
+  return kOps;
+}
+
+namespace {
+
+std::atomic<bool> g_warned_internal{false};
+
+void warn_once_internal(const std::string& what) {
+  if (!g_warned_internal.exchange(true)) {
+    std::cerr << "mpnanny: warning: " << what << "; monitoring is switched off, training continues\n";
+  }
+}
+
+bool is_sum_like(const std::string& op) {
+  return op == "aten::sum" || op == "aten::mean" || op == "aten::cumsum" || op == "aten::nansum";
+}
+
+std::string shape_of(const at::Tensor& tensor) {
+  std::string text = "[";
+  for (int64_t d = 0; d < tensor.dim(); ++d) {
+    if (d) text += ',';
+    text += std::to_string(tensor.size(d));
+  }
+  return text + "]";
+}
+
+int64_t resident_set_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t total_pages = 0, resident_pages = 0;
+  if (!(statm >> total_pages >> resident_pages)) return -1;
+  return resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return std::nullopt;
+  return std::string(value);
+}
+
+/// What an observed op's start callback hands to its end callback.
+struct ObservedOp : at::ObserverContext {
+  bool backward_node = false;
+  bool outermost = false;
+  Phase phase = Phase::Forward;
+  int32_t op_index = -1;
+  int64_t location_id = 0;
+  std::vector<at::Tensor> inputs;
+};
+
+struct BackwardNode {
+  uint64_t forward_thread;
+  int64_t sequence_number;
+};
+
+// Per thread: how deep we are in watched ops (only the outermost is observed, so linear ->
+// addmm is one observation), which autograd nodes are running, and the site of the watched
+// forward op in progress (inner ops' sequence numbers are mapped to it).
+thread_local int t_watched_depth = 0;
+thread_local std::vector<BackwardNode> t_backward_nodes;
+thread_local int64_t t_forward_location = 0;
+thread_local uint64_t t_name_cache_generation = 0;
+thread_local std::unordered_map<const char*, int32_t> t_name_cache;
+
+std::atomic<uint64_t> g_session_generation{0};
+
+uint64_t sequence_key(uint64_t thread, int64_t sequence_number) {
+  return (thread << 44) ^ static_cast<uint64_t>(sequence_number);
+}
+
+}  // namespace
+
+class Nanny::Impl {
+ public:
+  Impl(std::shared_ptr<torch::nn::Module> model, Options options);
+  ~Impl() { close(); }
+
+  void begin_step(int64_t step);
+  void end_step();
+  void record_scalar(const std::string& name, double value);
+  void flush();
+  void close();
+  bool active() const { return active_.load(); }
+  std::vector<Alert> alerts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return alerts_;
+  }
+  std::string database_path() const { return database_path_; }
+  const Options& options() const { return options_; }
+
+  std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn);
+  /// watch(): steps end when the last parameter gradient of a backward pass arrives.
+  void start_watch_mode();
+  void on_gradient(const std::string& name, const at::Tensor& gradient);
+  void on_op_end(const at::RecordFunction& fn, ObservedOp& op);
+
+ private:
+  void apply_environment();
+  std::string options_json() const;
+  void switch_off(const std::string& why);
+  bool enqueue(Record record);
+  int32_t watched_index(const char* name);
+  int64_t location_id_for(const SourceLocation& location);
+  SourceLocation location_of(int64_t location_id) const;
+  void raise(const Finding& finding, Phase phase, const std::string& op, const std::string& name,
+             int64_t location_id, int64_t seq);
+  void observe_parameters();
+  void install_gradient_hooks();
+  void remove_gradient_hooks();
+  bool parameter_selected(const std::string& name) const;
+  void observe_loss_scale();
+  std::optional<double> read_loss_scale() const;
+  bool input_already_bad(const ObservedOp& op) const;
+
+  Options options_;
+  std::shared_ptr<torch::nn::Module> model_;
+  std::atomic<bool> active_{false};
+  std::atomic<bool> closed_{false};
+  std::unique_ptr<MetricsWriter> writer_;
+  std::string database_path_;
+  Sampler sampler_;
+  LossScaleMonitor loss_scale_monitor_;
+  uint64_t generation_ = 0;
+
+  std::vector<std::string> watched_names_;
+  std::unordered_map<std::string, int32_t> watched_lookup_;
+
+  mutable std::mutex mutex_;  // guards everything below: callbacks may run on several threads
+  std::unique_ptr<SourceLocator> locator_;
+  std::map<std::tuple<std::string, int, std::string>, int64_t> location_ids_;
+  std::vector<SourceLocation> locations_{SourceLocation{}};  // index 0: unknown
+  std::unordered_map<uint64_t, int64_t> forward_sites_;      // (thread, seqNr) -> location
+  std::vector<Alert> alerts_;
+  std::set<std::tuple<AlertType, int64_t, std::string>> announced_;
+  std::map<std::pair<std::string, std::string>, RobustBaseline> baselines_;
+  std::vector<at::Tensor> weights_before_;
+  // Gradients are taken from autograd hooks on the parameters, as backward produced them: still
+  // multiplied by the loss scale (and not yet unscaled in place by a hand-rolled scaler), which
+  // is why the rules divide by the scale read at the start of the step.
+  struct HookTarget {
+    std::atomic<Impl*> impl{nullptr};
+  };
+  std::shared_ptr<HookTarget> hook_target_ = std::make_shared<HookTarget>();
+  std::vector<std::pair<at::Tensor, unsigned>> hooks_;
+  std::unordered_map<std::string, at::Tensor> step_gradients_;  // guarded by mutex_
+  size_t gradients_seen_ = 0;
+  bool watch_mode_ = false;
+  bool in_step_ = false;
+  bool traced_ = false;
+  bool dense_ = false;
+  int64_t step_ = 0;
+  int64_t seq_ = 0;
+  int64_t step_alerts_ = 0;
+  bool step_saw_nonfinite_ = false;
+  bool step_skipped_ = false;
+  std::optional<double> loss_scale_;  // read at the start of the step: the scale backward used
+  std::chrono::steady_clock::time_point step_started_;
+};
+
+namespace {
+
+/// The process-wide RecordFunction callback. It is registered once and stays registered
+/// (removing a global callback is only safe when no other thread runs ops); between traced
+/// steps it is disabled, so LibTorch does not even construct a RecordFunction for it.
+class OpObserver {
+ public:
+  static OpObserver& instance() {
+    static OpObserver observer;
+    return observer;
+  }
+
+  bool attach(Nanny::Impl* session) {
+    Nanny::Impl* expected = nullptr;
+    return session_.compare_exchange_strong(expected, session);
+  }
+  void detach(Nanny::Impl* session) {
+    Nanny::Impl* expected = session;
+    if (session_.compare_exchange_strong(expected, nullptr)) set_tracing(false);
+  }
+  void set_tracing(bool on) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (on == tracing_) return;
+    if (on) {
+      if (handle_ == at::INVALID_CALLBACK_HANDLE) {
+        handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&on_start, &on_end)
+                                            .needsInputs(true)
+                                            .needsOutputs(true)
+                                            .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+      } else {
+        at::reenableCallback(handle_);
+      }
+    } else if (handle_ != at::INVALID_CALLBACK_HANDLE) {
+      at::disableCallback(handle_);
+    }
+    tracing_ = on;
+  }
+
+ private:
+  static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+    Nanny::Impl* session = instance().session_.load(std::memory_order_acquire);
+    if (!session) return nullptr;
+    try {
+      return session->on_op_start(fn);
+    } catch (...) {
+      return nullptr;  // an observer must never throw into the op it watches
+    }
+  }
+  static void on_end(const at::RecordFunction& fn, at::ObserverContext* context) {
+    if (!context) return;
+    auto& op = *static_cast<ObservedOp*>(context);
+    if (op.backward_node) {
+      if (!t_backward_nodes.empty()) t_backward_nodes.pop_back();
+      return;
+    }
+    --t_watched_depth;
+    if (!op.outermost) return;
+    Nanny::Impl* session = instance().session_.load(std::memory_order_acquire);
+    if (!session) return;
+    try {
+      session->on_op_end(fn, op);
+    } catch (...) {
+    }
+  }
+
+  std::atomic<Nanny::Impl*> session_{nullptr};
+  std::mutex mutex_;
+  bool tracing_ = false;
+  at::CallbackHandle handle_ = at::INVALID_CALLBACK_HANDLE;
+};
+
+}  // namespace
+
+Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options)
+    : options_(std::move(options)),
+      model_(std::move(model)),
+      sampler_(options_.trace_interval, options_.dense_steps),
+      loss_scale_monitor_(options_.thresholds) {
+  try {
+    apply_environment();
+    sampler_ = Sampler(options_.trace_interval, options_.dense_steps);
+    loss_scale_monitor_ = LossScaleMonitor(options_.thresholds);
+    if (!options_.enabled) return;
+
+    watched_names_ = options_.watched_ops.empty() ? default_watched_ops() : options_.watched_ops;
+    for (size_t i = 0; i < watched_names_.size(); ++i) watched_lookup_.emplace(watched_names_[i], static_cast<int32_t>(i));
+    generation_ = ++g_session_generation;
+
+    RunInfo run;
+    const auto rank = env("RANK");
+    const auto local_rank = env("LOCAL_RANK");
+    run.rank = std::atoi((rank ? *rank : local_rank ? *local_rank : std::string("0")).c_str());
+    run.local_rank = local_rank ? std::atoi(local_rank->c_str()) : 0;
+    if (const auto world = env("WORLD_SIZE")) run.world_size = std::atoi(world->c_str());
+    run.precision = to_string(options_.precision);
+    run.options_json = options_json();
+    run.torch_version = TORCH_VERSION;
+
+    std::error_code error;
+    std::filesystem::create_directories(options_.output_dir, error);
+    const std::string file_name =
+        (rank || local_rank) ? "metrics-rank" + std::to_string(run.rank) + ".db" : std::string("metrics.db");
+    database_path_ = (std::filesystem::path(options_.output_dir) / file_name).string();
+    if (error) {
+      std::cerr << "mpnanny: warning: cannot create " << options_.output_dir << ": " << error.message()
+                << "; monitoring is switched off, training continues\n";
+      return;
+    }
+    WriterOptions writer_options;
+    writer_options.queue_capacity = options_.queue_capacity;
+    writer_ = std::make_unique<MetricsWriter>(database_path_, run, writer_options);
+    if (!writer_->ok()) return;  // the writer has warned
+    locator_ = std::make_unique<SourceLocator>();
+    install_gradient_hooks();
+    if (!OpObserver::instance().attach(this)) {
+      std::cerr << "mpnanny: warning: another Nanny is already observing ops; this one records parameters, "
+                   "loss scale and scalars only\n";
+    }
+    active_ = true;
+  } catch (const std::exception& exception) {
+    switch_off(exception.what());
+  }
+}
+
+void Nanny::Impl::apply_environment() {
+  if (const auto disable = env("MPNANNY_DISABLE")) {
+    if (*disable != "0" && *disable != "false") options_.enabled = false;
+  }
+  if (const auto dir = env("MPNANNY_DIR")) options_.output_dir = *dir;
+  if (const auto interval = env("MPNANNY_TRACE_INTERVAL")) {
+    char* end = nullptr;
+    const long long parsed = std::strtoll(interval->c_str(), &end, 10);
+    if (end && *end == '\0' && parsed >= 0) {
+      options_.trace_interval = parsed;
+    } else {
+      std::cerr << "mpnanny: warning: ignoring MPNANNY_TRACE_INTERVAL='" << *interval
+                << "' (expected a non-negative integer)\n";
+    }
+  }
+}
+
+std::string Nanny::Impl::options_json() const {
+  const AlertThresholds& t = options_.thresholds;
+  nlohmann::json json = {
+      {"trace_interval", options_.trace_interval},
+      {"output_dir", options_.output_dir},
+      {"precision", to_string(options_.precision)},
+      {"dense_steps", options_.dense_steps},
+      {"watched_ops", watched_names_},
+      {"observe_backward", options_.observe_backward},
+      {"exclude_parameter_prefixes", options_.exclude_parameter_prefixes},
+      {"max_parameter_depth", options_.max_parameter_depth},
+      {"track_update_ratio", options_.track_update_ratio},
+      {"verbosity", options_.verbosity},
+      {"loss_scale_source", static_cast<bool>(options_.loss_scale)},
+      {"thresholds",
+       {{"overflow_risk_factor", t.overflow_risk_factor},
+        {"underflow_share", t.underflow_share},
+        {"underflow_min_count", t.underflow_min_count},
+        {"grad_explosion_norm", t.grad_explosion_norm},
+        {"grad_vanish_norm", t.grad_vanish_norm},
+        {"swamping_share", t.swamping_share},
+        {"swamping_min_inputs", t.swamping_min_inputs},
+        {"loss_scale_min", t.loss_scale_min},
+        {"loss_scale_collapse_backoffs", t.loss_scale_collapse_backoffs},
+        {"loss_scale_collapse_window", t.loss_scale_collapse_window},
+        {"adaptive_enabled", t.adaptive_enabled},
+        {"adaptive_warmup", t.adaptive_warmup},
+        {"adaptive_k", t.adaptive_k},
+        {"adaptive_window", t.adaptive_window}}}};
+  return json.dump();
+}
+
+void Nanny::Impl::switch_off(const std::string& why) {
+  if (!why.empty()) warn_once_internal(why);
+  active_ = false;
+  OpObserver::instance().detach(this);
+}
+
+bool Nanny::Impl::enqueue(Record record) {
+  if (!writer_) return false;
+  const bool queued = writer_->enqueue(std::move(record));
+  if (!writer_->ok()) switch_off("");
+  return queued;
+}
+
+int32_t Nanny::Impl::watched_index(const char* name) {
+  if (!name) return -1;
+  if (t_name_cache_generation != generation_) {
+    t_name_cache.clear();
+    t_name_cache_generation = generation_;
+  }
+  const auto cached = t_name_cache.find(name);
+  // Op names come from the operator registry and keep their address; a hit is re-checked
+  // because a string-named RecordFunction could reuse an address.
+  if (cached != t_name_cache.end() &&
+      (cached->second < 0 || std::strcmp(watched_names_[cached->second].c_str(), name) == 0)) {
+    return cached->second;
+  }
+  const auto found = watched_lookup_.find(name);
+  const int32_t index = found == watched_lookup_.end() ? -1 : found->second;
+  t_name_cache[name] = index;
+  return index;
+}
+
+int64_t Nanny::Impl::location_id_for(const SourceLocation& location) {
+  const auto key = std::make_tuple(location.file, location.line, location.function);
+  const auto found = location_ids_.find(key);
+  if (found != location_ids_.end()) return found->second;
+  const auto id = static_cast<int64_t>(locations_.size());
+  locations_.push_back(location);
+  location_ids_.emplace(key, id);
+  enqueue(LocationRecord{id, location});
+  return id;
+}
+
+SourceLocation Nanny::Impl::location_of(int64_t location_id) const {
+  return location_id > 0 && location_id < static_cast<int64_t>(locations_.size()) ? locations_[location_id]
+                                                                                    : SourceLocation{};
+}
+
+std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFunction& fn) {
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    if (!options_.observe_backward) return nullptr;
+    t_backward_nodes.push_back({fn.forwardThreadId(), fn.seqNr()});
+    auto context = std::make_unique<ObservedOp>();
+    context->backward_node = true;
+    return context;
+  }
+  const bool in_backward = !t_backward_nodes.empty();
+  // Outside an autograd node, ops run with grad mode off are the optimizer's update, the engine's
+  // own bookkeeping between nodes (sum_to for broadcast gradients) or evaluation code under
+  // NoGradGuard: not the model's forward pass.
+  if (!in_backward && !c10::GradMode::is_enabled()) return nullptr;
+  const int32_t op_index = watched_index(fn.name());
+  if (op_index < 0) {
+    // An op inside a watched forward op (addmm inside linear) creates the autograd node the
+    // backward pass will report: remember which line it belongs to.
+    if (t_watched_depth > 0 && !in_backward && fn.seqNr() >= 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      forward_sites_[sequence_key(at::RecordFunction::currentThreadId(), fn.seqNr())] = t_forward_location;
+    }
+    return nullptr;
+  }
+  auto context = std::make_unique<ObservedOp>();
+  context->op_index = op_index;
+  context->outermost = t_watched_depth == 0;
+  ++t_watched_depth;
+  context->phase = in_backward ? Phase::Backward : Phase::Forward;
+  if (in_backward && !context->outermost) return context;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (in_backward) {
+    const BackwardNode& node = t_backward_nodes.back();
+    const auto site = forward_sites_.find(sequence_key(node.forward_thread, node.sequence_number));
+    context->location_id = site == forward_sites_.end() ? 0 : site->second;
+  } else {
+    if (context->outermost) {
+      const auto location = locator_ ? locator_->locate_caller() : std::nullopt;
+      t_forward_location = location ? location_id_for(*location) : 0;
+    }
+    context->location_id = t_forward_location;
+    if (fn.seqNr() >= 0) {
+      forward_sites_[sequence_key(at::RecordFunction::currentThreadId(), fn.seqNr())] = t_forward_location;
+    }
+  }
+  if (context->outermost) {
+    for (const c10::IValue& input : fn.inputs()) {
+      if (input.isTensor() && is_observable_tensor(input.toTensor())) context->inputs.push_back(input.toTensor());
+    }
+  }
+  return context;
+}
+
+bool Nanny::Impl::input_already_bad(const ObservedOp& op) const {
+  for (const at::Tensor& input : op.inputs) {
+    const TensorStats stats = compute_tensor_stats(input);
+    const int64_t above = options_.precision == Precision::FP16 ? stats.fp16_overflow : stats.bf16_overflow;
+    if (stats.nan_count > 0 || stats.inf_count > 0 || above > 0) return true;
+  }
+  return false;
+}
+
+void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
+  if (!active_.load()) return;
+  const at::Tensor* output = nullptr;
+  for (const c10::IValue& value : fn.outputs()) {
+    if (value.isTensor() && is_observable_tensor(value.toTensor())) {
+      output = &value.toTensor();
+      break;
+    }
+  }
+  if (!output) return;
+  const TensorStats stats = compute_tensor_stats(*output);
+  if (stats.numel == 0) return;
+  const std::string& op_name = watched_names_[op.op_index];
+  const bool low_precision_tensor =
+      (options_.precision == Precision::FP16 && output->scalar_type() == at::kHalf) ||
+      (options_.precision == Precision::BF16 && output->scalar_type() == at::kBFloat16);
+
+  std::vector<Finding> findings =
+      check_values(stats, options_.precision, options_.thresholds, op.phase == Phase::Forward, low_precision_tensor);
+  const bool scaler_handles_it = op.phase == Phase::Backward && static_cast<bool>(options_.loss_scale);
+  const auto is_value_error = [](const Finding& f) {
+    return f.type == AlertType::Nan || f.type == AlertType::Inf || f.type == AlertType::Overflow ||
+           f.type == AlertType::OverflowRisk;
+  };
+  if (scaler_handles_it) {
+    // With loss scaling, overflowing backward tensors are how the scaler finds its scale: it
+    // skips the step and backs off, which the loss-scale alerts report.
+    findings.erase(std::remove_if(findings.begin(), findings.end(), is_value_error), findings.end());
+  }
+  const bool has_error_values = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.type == AlertType::Nan || f.type == AlertType::Inf || f.type == AlertType::Overflow;
+  });
+  if (has_error_values && input_already_bad(op)) {
+    // Propagation, not origin: the op that first produced the bad values has been reported.
+    findings.erase(std::remove_if(findings.begin(), findings.end(),
+                                  [](const Finding& f) {
+                                    return f.type == AlertType::Nan || f.type == AlertType::Inf ||
+                                           f.type == AlertType::Overflow || f.type == AlertType::OverflowRisk;
+                                  }),
+                   findings.end());
+  }
+  if (op.phase == Phase::Forward && is_sum_like(op_name) && !op.inputs.empty()) {
+    const TensorStats input_stats = compute_tensor_stats(op.inputs.front());
+    double largest_result = stats.max_abs;
+    if (op_name == "aten::mean" && stats.numel > 0) {
+      largest_result *= static_cast<double>(input_stats.numel) / static_cast<double>(stats.numel);
+    }
+    if (auto swamping = check_swamping(input_stats, largest_result, options_.precision, options_.thresholds)) {
+      findings.push_back(*swamping);
+    }
+  }
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t seq = seq_++;
+  if (op.phase == Phase::Forward) {
+    auto& baseline = baselines_.try_emplace({"max_abs:" + op_name, std::to_string(op.location_id)},
+                                            options_.thresholds)
+                         .first->second;
+    const bool fixed_fired = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
+      return f.type == AlertType::Overflow || f.type == AlertType::OverflowRisk;
+    });
+    if (const auto bound = baseline.upper_bound(); bound && !fixed_fired && stats.max_abs > *bound) {
+      findings.push_back({AlertType::OverflowRisk, Severity::Warning, stats.max_abs, *bound,
+                          "max |x| jumped above its robust baseline (" + std::to_string(*bound) + ")", true});
+    }
+    baseline.add(stats.max_abs);
+  }
+  TensorRecord record;
+  record.step = step_;
+  record.seq = seq;
+  record.phase = op.phase;
+  record.op = op_name;
+  record.location_id = op.location_id;
+  record.dtype = c10::toString(output->scalar_type());
+  record.shape = shape_of(*output);
+  record.stats = stats;
+  enqueue(std::move(record));
+  for (const Finding& finding : findings) raise(finding, op.phase, op_name, "", op.location_id, seq);
+}
+
+void Nanny::Impl::raise(const Finding& finding, Phase phase, const std::string& op, const std::string& name,
+                        int64_t location_id, int64_t seq) {
+  // Called with mutex_ held.
+  Alert alert;
+  alert.step = step_;
+  alert.type = finding.type;
+  alert.severity = finding.severity;
+  alert.phase = phase;
+  alert.adaptive = finding.adaptive;
+  alert.op = op;
+  alert.name = name;
+  alert.location = location_of(location_id);
+  alert.value = finding.value;
+  alert.threshold = finding.threshold;
+  alert.message = finding.message;
+  alerts_.push_back(alert);
+  ++step_alerts_;
+  if ((finding.type == AlertType::Nan || finding.type == AlertType::Inf) &&
+      (phase == Phase::Forward || phase == Phase::Backward)) {
+    step_saw_nonfinite_ = true;
+  }
+  if (finding.severity == Severity::Error) sampler_.on_error(step_);
+  enqueue(AlertRecord{alert, seq, location_id});
+
+  const bool first_time = announced_.emplace(finding.type, location_id, name).second;
+  if (options_.verbosity >= 2 || (options_.verbosity == 1 && first_time)) {
+    std::ostringstream line;
+    line << "mpnanny: step " << alert.step << ": " << to_string(alert.severity) << " " << to_string(alert.type);
+    if (alert.location.known()) {
+      line << " at " << std::filesystem::path(alert.location.file).filename().string() << ":" << alert.location.line;
+    }
+    if (!op.empty()) line << " (" << op << ", " << to_string(phase) << ")";
+    if (!name.empty()) line << " (" << name << ", " << to_string(phase) << ")";
+    line << ": " << alert.message << " [knowledge/alert-" << to_string(alert.type) << ".md]";
+    std::cerr << line.str() << "\n";
+  }
+}
+
+void Nanny::Impl::begin_step(int64_t step) {
+  if (!active_.load() || in_step_) return;
+  in_step_ = true;
+  step_ = step;
+  step_alerts_ = 0;
+  step_saw_nonfinite_ = false;
+  step_skipped_ = false;
+  step_started_ = std::chrono::steady_clock::now();
+  loss_scale_ = read_loss_scale();
+  dense_ = sampler_.in_dense_window(step);
+  traced_ = sampler_.should_trace(step);
+  if (!traced_) return;
+  seq_ = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forward_sites_.clear();
+    step_gradients_.clear();
+  }
+  if (model_ && options_.track_update_ratio) {
+    at::RecordFunctionGuard no_observation(false);
+    c10::NoGradGuard no_grad;
+    weights_before_.clear();
+    for (const auto& parameter : model_->named_parameters()) weights_before_.push_back(parameter.value().clone());
+  }
+  OpObserver::instance().set_tracing(true);
+}
+
+void Nanny::Impl::end_step() {
+  if (!in_step_) return;
+  in_step_ = false;
+  if (!active_.load()) return;
+  if (traced_) OpObserver::instance().set_tracing(false);
+  try {
+    observe_loss_scale();
+    if (traced_) {
+      observe_parameters();
+      enqueue(MemoryRecord{step_, resident_set_bytes(), -1, -1});
+    }
+    StepRecord record;
+    record.step = step_;
+    record.traced = traced_;
+    record.dense = dense_;
+    record.duration_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_started_).count();
+    record.alert_count = step_alerts_;
+    enqueue(record);
+  } catch (const std::exception& exception) {
+    switch_off(exception.what());
+  }
+}
+
+std::optional<double> Nanny::Impl::read_loss_scale() const {
+  if (!options_.loss_scale) return std::nullopt;
+  try {
+    const double scale = options_.loss_scale();
+    if (std::isfinite(scale)) return scale;
+  } catch (...) {
+  }
+  return std::nullopt;
+}
+
+void Nanny::Impl::observe_loss_scale() {
+  const auto read = read_loss_scale();
+  if (!read) return;
+  const double scale = *read;
+  const auto observation = loss_scale_monitor_.observe(step_, scale);
+  step_skipped_ = observation.skipped;
+  enqueue(LossScaleRecord{step_, scale, observation.skipped});
+  if (observation.finding) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    raise(*observation.finding, Phase::LossScale, "", "loss_scale", 0, -1);
+  }
+}
+
+void Nanny::Impl::observe_parameters() {
+  if (!model_) return;
+  at::RecordFunctionGuard no_observation(false);
+  c10::NoGradGuard no_grad;
+  const double scale = loss_scale_ && *loss_scale_ > 0.0 ? *loss_scale_ : 1.0;
+  size_t index = 0;
+  for (const auto& parameter : model_->named_parameters()) {
+    const std::string& name = parameter.key();
+    const at::Tensor& weight = parameter.value();
+    const size_t weight_index = index++;
+    if (!parameter_selected(name)) continue;
+
+    const TensorStats weight_stats = compute_tensor_stats(weight);
+    std::optional<double> update_ratio;
+    if (weight_index < weights_before_.size() && weights_before_[weight_index].sizes() == weight.sizes()) {
+      const double weight_norm = weight_stats.norm();
+      const double update_norm = (weight - weights_before_[weight_index]).norm().item<double>();
+      if (update_norm > 0.0 && weight_norm > 0.0) update_ratio = update_norm / weight_norm;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t weight_seq = seq_++;
+    enqueue(TensorRecord{step_, weight_seq, Phase::Weight, "", name, 0, c10::toString(weight.scalar_type()),
+                         shape_of(weight), weight_stats, update_ratio});
+    if ((weight_stats.nan_count > 0 || weight_stats.inf_count > 0) && !step_saw_nonfinite_) {
+      const bool nan = weight_stats.nan_count > 0;
+      raise({nan ? AlertType::Nan : AlertType::Inf, Severity::Error,
+             static_cast<double>(nan ? weight_stats.nan_count : weight_stats.inf_count), 0.0,
+             nan ? "the weights hold NaN" : "the weights hold infinities"},
+            Phase::Weight, "", name, 0, weight_seq);
+    }
+    const auto captured = step_gradients_.find(name);
+    if (captured == step_gradients_.end()) continue;
+    const at::Tensor gradient = captured->second;
+    const TensorStats gradient_stats = compute_tensor_stats(gradient);
+    const int64_t gradient_seq = seq_++;
+    enqueue(TensorRecord{step_, gradient_seq, Phase::Gradient, "", name, 0, c10::toString(gradient.scalar_type()),
+                         shape_of(gradient), gradient_stats, std::nullopt});
+    if (gradient_stats.nan_count > 0 || gradient_stats.inf_count > 0) {
+      // Non-finite gradients that follow a reported op, or that the scaler skipped, are not news.
+      if (!step_saw_nonfinite_ && !step_skipped_) {
+        const bool nan = gradient_stats.nan_count > 0;
+        raise({nan ? AlertType::Nan : AlertType::Inf, Severity::Error,
+               static_cast<double>(nan ? gradient_stats.nan_count : gradient_stats.inf_count), 0.0,
+               nan ? "the gradient holds NaN" : "the gradient holds infinities"},
+              Phase::Gradient, "", name, 0, gradient_seq);
+      }
+      continue;
+    }
+    const double unscaled_norm = gradient_stats.norm() / scale;
+    std::optional<Finding> finding = check_gradient_norm(unscaled_norm, options_.thresholds);
+    auto& baseline = baselines_.try_emplace({"grad_norm", name}, options_.thresholds).first->second;
+    if (!finding) {
+      if (const auto bound = baseline.upper_bound(); bound && unscaled_norm > *bound) {
+        finding = Finding{AlertType::GradExplosion, Severity::Error, unscaled_norm, *bound,
+                          "gradient norm jumped above its robust baseline (" + std::to_string(*bound) + ")", true};
+      }
+    }
+    baseline.add(unscaled_norm);
+    if (finding) raise(*finding, Phase::Gradient, "", name, 0, gradient_seq);
+  }
+  weights_before_.clear();
+  step_gradients_.clear();
+}
+
+bool Nanny::Impl::parameter_selected(const std::string& name) const {
+  const bool excluded = std::any_of(options_.exclude_parameter_prefixes.begin(),
+                                    options_.exclude_parameter_prefixes.end(),
+                                    [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
+  const int depth = static_cast<int>(std::count(name.begin(), name.end(), '.'));
+  return !excluded && (options_.max_parameter_depth < 0 || depth <= options_.max_parameter_depth);
+}
+
+void Nanny::Impl::install_gradient_hooks() {
+  if (!model_) return;
+  hook_target_->impl = this;
+  for (const auto& parameter : model_->named_parameters()) {
+    at::Tensor weight = parameter.value();
+    if (!weight.requires_grad() || !parameter_selected(parameter.key())) continue;
+    std::shared_ptr<HookTarget> target = hook_target_;
+    std::string name = parameter.key();
+    const unsigned handle = weight.register_hook([target, name](const at::Tensor& gradient) {
+      if (Impl* impl = target->impl.load()) impl->on_gradient(name, gradient);
+    });
+    hooks_.emplace_back(weight, handle);
+  }
+}
+
+void Nanny::Impl::remove_gradient_hooks() {
+  hook_target_->impl = nullptr;
+  for (auto& [weight, handle] : hooks_) {
+    try {
+      weight.remove_hook(handle);
+    } catch (...) {
+    }
+  }
+  hooks_.clear();
+}
+
+void Nanny::Impl::on_gradient(const std::string& name, const at::Tensor& gradient) {
+  if (!active_.load()) return;
+  try {
+    if (in_step_ && traced_) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      at::Tensor& stored = step_gradients_[name];
+      // Several backward passes in one step (gradient accumulation) add up, as .grad does.
+      if (stored.defined()) {
+        at::RecordFunctionGuard no_observation(false);
+        stored = stored + gradient;
+      } else {
+        stored = gradient;
+      }
+    }
+    if (watch_mode_ && ++gradients_seen_ >= hooks_.size()) {
+      gradients_seen_ = 0;
+      const int64_t finished = step_;
+      end_step();
+      begin_step(finished + 1);
+    }
+  } catch (...) {
+  }
+}
+
+void Nanny::Impl::start_watch_mode() {
+  if (!active_.load() || !model_) return;
+  watch_mode_ = true;
+  begin_step(0);
+}
+
+void Nanny::Impl::record_scalar(const std::string& name, double value) {
+  if (!active_.load()) return;
+  enqueue(ScalarRecord{step_, name, value});
+}
+
+void Nanny::Impl::flush() {
+  if (writer_) writer_->flush();
+}
+
+void Nanny::Impl::close() {
+  if (closed_.exchange(true)) return;
+  try {
+    if (in_step_) end_step();
+  } catch (...) {
+  }
+  active_ = false;
+  OpObserver::instance().detach(this);
+  remove_gradient_hooks();
+  if (writer_) writer_->close();
+}
+
+StepGuard::~StepGuard() { end(); }
+
+void StepGuard::end() {
+  if (nanny_) nanny_->end_step();
+  nanny_ = nullptr;
+}
+
+Nanny::Nanny(std::shared_ptr<torch::nn::Module> model, Options options)
+    : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {}
+Nanny::Nanny(Options options) : impl_(std::make_unique<Impl>(nullptr, std::move(options))) {}
+Nanny::~Nanny() { close(); }
+
+StepGuard Nanny::step(int64_t step) {
+  begin_step(step);
+  return StepGuard(this);
+}
+
+void Nanny::begin_step(int64_t step) {
+  try {
+    impl_->begin_step(step);
+  } catch (const std::exception& exception) {
+    warn_once_internal(exception.what());
+  }
+}
+
+void Nanny::end_step() {
+  try {
+    impl_->end_step();
+  } catch (const std::exception& exception) {
+    warn_once_internal(exception.what());
+  }
+}
+
+void Nanny::record_scalar(const std::string& name, double value) {
+  try {
+    impl_->record_scalar(name, value);
+  } catch (...) {
+  }
+}
+
+void Nanny::flush() {
+  try {
+    impl_->flush();
+  } catch (...) {
+  }
+}
+
+void Nanny::close() {
+  try {
+    if (impl_) impl_->close();
+  } catch (...) {
+  }
+}
+
+Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options) {
+  static std::mutex watch_mutex;
+  static Nanny* watched = nullptr;
+  std::lock_guard<std::mutex> lock(watch_mutex);
+  if (watched) return *watched;
+  // Deliberately leaked: it must outlive every static that training code might still run at
+  // exit; the atexit handler drains and closes it first.
+  watched = new Nanny(model, std::move(options));
+  watched->impl_for_watch().start_watch_mode();
+  std::atexit([] { watched->close(); });
+  return *watched;
+}
+
+bool Nanny::active() const { return impl_->active(); }
+std::vector<Alert> Nanny::alerts() const { return impl_->alerts(); }
+std::string Nanny::database_path() const { return impl_->database_path(); }
+const Options& Nanny::options() const { return impl_->options(); }
+
+}  // namespace mpnanny

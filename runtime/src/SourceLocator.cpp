@@ -1,0 +1,188 @@
+#include "SourceLocator.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <execinfo.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+
+namespace mpnanny {
+namespace {
+
+char* debuginfo_search_path = nullptr;
+const Dwfl_Callbacks kProcessCallbacks = {
+    dwfl_linux_proc_find_elf,
+    dwfl_standard_find_debuginfo,
+    nullptr,
+    &debuginfo_search_path,
+};
+
+std::string demangle(const char* name) {
+  if (!name) return {};
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || !demangled) return name;
+  std::string result = demangled;
+  std::free(demangled);
+  return result;
+}
+
+std::string die_function_name(Dwarf_Die* die) {
+  Dwarf_Attribute attribute;
+  // dwarf_attr_integrate follows DW_AT_abstract_origin and DW_AT_specification, so inlined
+  // copies and out-of-line member definitions find the declaration's names.
+  for (int name_attribute : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
+    if (dwarf_attr_integrate(die, name_attribute, &attribute)) {
+      if (const char* linkage = dwarf_formstring(&attribute)) return demangle(linkage);
+    }
+  }
+  if (dwarf_attr_integrate(die, DW_AT_name, &attribute)) {
+    if (const char* name = dwarf_formstring(&attribute)) return name;
+  }
+  return {};
+}
+
+std::string basename_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+bool SourceLocator::is_library_source(const std::string& file) {
+  static const std::array<const char*, 10> kLibraryPaths = {
+      "/ATen/",     "/c10/",     "/torch/csrc/", "/include/torch/", "/caffe2/",
+      "/include/c++/", "/bits/", "/include/mpnanny/", "/runtime/src/", "/ext/"};
+  for (const char* fragment : kLibraryPaths) {
+    if (file.find(fragment) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool SourceLocator::is_library_module(const std::string& path) {
+  static const std::array<const char*, 15> kLibraryPrefixes = {
+      "libtorch", "libc10",    "libmpnanny_runtime", "libc.so", "libc-",     "libstdc++", "libgcc_s", "libgomp",
+      "ld-linux", "libpthread", "libdw",             "libsqlite3", "libcaffe2", "libshm",  "libm.so"};
+  const std::string name = basename_of(path);
+  for (const char* prefix : kLibraryPrefixes) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+SourceLocator::SourceLocator() {
+  // The first backtrace() loads libgcc_s; do it here rather than inside an op callback.
+  void* warm_up[2];
+  backtrace(warm_up, 2);
+  dwfl_ = dwfl_begin(&kProcessCallbacks);
+}
+
+SourceLocator::~SourceLocator() {
+  if (dwfl_) dwfl_end(dwfl_);
+}
+
+std::optional<SourceLocation> SourceLocator::locate_caller() {
+  constexpr int kMaxFrames = 64;
+  void* frames[kMaxFrames];
+  const int count = backtrace(frames, kMaxFrames);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int i = 1; i < count; ++i) {
+    const auto address = reinterpret_cast<uintptr_t>(frames[i]);
+    auto found = cache_.find(address);
+    if (found == cache_.end()) found = cache_.emplace(address, symbolize(address)).first;
+    if (found->second.user) return found->second.location;
+  }
+  return std::nullopt;
+}
+
+std::optional<SourceLocation> SourceLocator::user_frame_at(uintptr_t return_address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Verdict verdict = symbolize(return_address);
+  if (!verdict.user) return std::nullopt;
+  return verdict.location;
+}
+
+SourceLocator::Verdict SourceLocator::symbolize(uintptr_t return_address) {
+  Verdict verdict;
+  if (!dwfl_ || return_address == 0) return verdict;
+  // A return address points after the call; the call itself is one byte earlier.
+  const Dwarf_Addr pc = return_address - 1;
+  Dwfl_Module* module = dwfl_addrmodule(dwfl_, pc);
+  if (!module) {
+    // Libraries loaded after the last report (dlopen) are picked up by reporting again.
+    dwfl_report_begin(dwfl_);
+    dwfl_linux_proc_report(dwfl_, getpid());
+    dwfl_report_end(dwfl_, nullptr, nullptr);
+    reported_ = true;
+    module = dwfl_addrmodule(dwfl_, pc);
+    if (!module) return verdict;
+  }
+  const char* module_name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  if (module_name && is_library_module(module_name)) return verdict;
+
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* compile_unit = dwfl_module_addrdie(module, pc, &bias);
+  if (!compile_unit) {
+    // No debug information: the symbol name is all there is, and it is the user's.
+    verdict.user = true;
+    verdict.location.function = demangle(dwfl_module_addrname(module, pc));
+    return verdict;
+  }
+  std::string file;
+  int line = 0;
+  if (Dwfl_Line* line_entry = dwfl_module_getsrc(module, pc)) {
+    const char* source = dwfl_lineinfo(line_entry, nullptr, &line, nullptr, nullptr, nullptr);
+    if (source) file = source;
+  }
+  Dwarf_Files* files = nullptr;
+  size_t file_count = 0;
+  dwarf_getsrcfiles(compile_unit, &files, &file_count);
+
+  // Walk the inlined-call chain from the innermost scope outwards: code inlined from a LibTorch
+  // header into the user's function keeps the user's call line in DW_AT_call_file/line.
+  // dwarf_getscopes continues from an inlined subroutine into its abstract definition's scopes;
+  // the physical chain (what it was inlined into) comes from dwarf_getscopes_die on the
+  // innermost scope, as eu-addr2line -i does.
+  Dwarf_Die* scopes = nullptr;
+  int scope_count = dwarf_getscopes(compile_unit, pc - bias, &scopes);
+  if (scope_count > 0) {
+    Dwarf_Die innermost = scopes[0];
+    std::free(scopes);
+    scopes = nullptr;
+    scope_count = dwarf_getscopes_die(&innermost, &scopes);
+  }
+  bool saw_function = false;
+  for (int i = 0; i < scope_count; ++i) {
+    const int tag = dwarf_tag(&scopes[i]);
+    if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
+    saw_function = true;
+    if (!file.empty() && !is_library_source(file)) {
+      verdict.user = true;
+      verdict.location = {die_function_name(&scopes[i]), file, line};
+      break;
+    }
+    if (tag == DW_TAG_subprogram) break;
+    Dwarf_Attribute attribute;
+    Dwarf_Word value = 0;
+    if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attribute), &value) == 0 && files) {
+      const char* call_file = dwarf_filesrc(files, value, nullptr, nullptr);
+      file = call_file ? call_file : "";
+    }
+    if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attribute), &value) == 0) {
+      line = static_cast<int>(value);
+    }
+  }
+  std::free(scopes);
+  if (!saw_function && !file.empty() && !is_library_source(file)) {
+    verdict.user = true;
+    verdict.location = {demangle(dwfl_module_addrname(module, pc)), file, line};
+  }
+  return verdict;
+}
+
+}  // namespace mpnanny

@@ -1,0 +1,53 @@
+// Maps the return addresses of the current stack to the user's source line through DWARF
+// (elfutils libdw), skipping LibTorch, the C++ library and the runtime itself.
+#ifndef MPNANNY_SOURCELOCATOR_H
+#define MPNANNY_SOURCELOCATOR_H
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mpnanny/Alert.h"
+
+struct Dwfl;
+
+namespace mpnanny {
+
+class SourceLocator {
+ public:
+  SourceLocator();
+  ~SourceLocator();
+  SourceLocator(const SourceLocator&) = delete;
+  SourceLocator& operator=(const SourceLocator&) = delete;
+
+  /// The first frame of the calling thread's stack that belongs to the user's code, or nullopt
+  /// when no frame does (or symbolization is unavailable). Thread-safe.
+  std::optional<SourceLocation> locate_caller();
+
+  /// The user frame for one return address, if it is one (exposed for tests).
+  std::optional<SourceLocation> user_frame_at(uintptr_t return_address);
+
+  /// True for source files that belong to LibTorch, the C++ library or the runtime's headers.
+  static bool is_library_source(const std::string& file);
+  /// True for shared objects whose frames are never the user's (libtorch, libc10, libc, ...).
+  static bool is_library_module(const std::string& path);
+
+ private:
+  struct Verdict {
+    bool user = false;
+    SourceLocation location;
+  };
+  Verdict symbolize(uintptr_t return_address);
+
+  std::mutex mutex_;
+  Dwfl* dwfl_ = nullptr;
+  bool reported_ = false;
+  std::unordered_map<uintptr_t, Verdict> cache_;
+};
+
+}  // namespace mpnanny
+
+#endif  // MPNANNY_SOURCELOCATOR_H

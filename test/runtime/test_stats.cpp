@@ -1,0 +1,147 @@
+// The one-pass stat kernel against a plain reference written independently of ElementClass.h.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "mpnanny/TensorStats.h"
+
+namespace mpnanny {
+namespace {
+
+TensorStats reference_stats(const at::Tensor& tensor) {
+  const at::Tensor values = tensor.to(at::kDouble).contiguous();
+  const double* data = values.data_ptr<double>();
+  TensorStats stats;
+  stats.numel = values.numel();
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    const double x = data[i];
+    const double a = std::fabs(x);
+    if (std::isnan(x)) {
+      ++stats.nan_count;
+      continue;
+    }
+    if (std::isinf(x)) {
+      ++stats.inf_count;
+      ++stats.histogram[kHistogramBuckets - 1];
+      continue;
+    }
+    if (a == 0.0) {
+      ++stats.zero_count;
+      continue;
+    }
+    stats.max_abs = std::max(stats.max_abs, a);
+    stats.min_abs_nonzero = std::min(stats.min_abs_nonzero, a);
+    stats.sum += x;
+    stats.sum_squares += x * x;
+    if (a > 65504.0) ++stats.fp16_overflow;
+    if (a < std::ldexp(1.0, -14) && a > std::ldexp(1.0, -25)) ++stats.fp16_subnormal;
+    if (a <= std::ldexp(1.0, -25)) ++stats.fp16_flush;
+    if (a > 3.3895313892515355e+38) ++stats.bf16_overflow;
+    if (a < std::ldexp(1.0, -126) && a > std::ldexp(1.0, -134)) ++stats.bf16_subnormal;
+    if (a <= std::ldexp(1.0, -134)) ++stats.bf16_flush;
+    const int exponent = static_cast<int>(std::floor(std::log2(a)));
+    const int bucket = std::clamp(exponent - kHistogramMinExponent + 1, 0, kHistogramBuckets - 1);
+    ++stats.histogram[bucket];
+  }
+  return stats;
+}
+
+void expect_same_stats(const at::Tensor& tensor, const std::string& what) {
+  SCOPED_TRACE(what);
+  const TensorStats expected = reference_stats(tensor);
+  const TensorStats actual = compute_tensor_stats(tensor);
+  EXPECT_EQ(actual.numel, expected.numel);
+  EXPECT_EQ(actual.nan_count, expected.nan_count);
+  EXPECT_EQ(actual.inf_count, expected.inf_count);
+  EXPECT_EQ(actual.zero_count, expected.zero_count);
+  EXPECT_EQ(actual.fp16_overflow, expected.fp16_overflow);
+  EXPECT_EQ(actual.fp16_subnormal, expected.fp16_subnormal);
+  EXPECT_EQ(actual.fp16_flush, expected.fp16_flush);
+  EXPECT_EQ(actual.bf16_overflow, expected.bf16_overflow);
+  EXPECT_EQ(actual.bf16_subnormal, expected.bf16_subnormal);
+  EXPECT_EQ(actual.bf16_flush, expected.bf16_flush);
+  EXPECT_EQ(actual.histogram, expected.histogram);
+  EXPECT_DOUBLE_EQ(actual.max_abs, expected.max_abs);
+  EXPECT_DOUBLE_EQ(actual.min_abs_nonzero, expected.min_abs_nonzero);
+  const double tolerance = std::isinf(expected.sum_squares) ? 1e-6 : 1e-12 * (1.0 + expected.sum_squares);
+  EXPECT_NEAR(actual.sum, expected.sum, tolerance + 1e-12 * std::fabs(expected.sum));
+  if (std::isinf(expected.sum_squares)) {  // 1e300 squared: both must overflow the same way
+    EXPECT_EQ(actual.sum_squares, expected.sum_squares);
+  } else {
+    EXPECT_NEAR(actual.sum_squares, expected.sum_squares, tolerance);
+  }
+}
+
+at::Tensor crafted_values(at::ScalarType type) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> values = {0.0,   -0.0,   1.0,    -2.5,  3.0e-5, 6.0e-8, 1e-8,   1e-12, 7e4,
+                                -1e5,  65504., 65520., 144000, inf,   -inf,   1.5,    -7.25, 1e-39,
+                                1e-41, 1e-44,  1e38,   -3e38, 2.0,    1e-6,   0.3333, 1e-3};
+  values.push_back(std::nan(""));
+  if (type == at::kDouble) {
+    values.push_back(1e300);
+    values.push_back(1e-300);
+  }
+  return at::tensor(values, at::kDouble).to(type);
+}
+
+TEST(TensorStats, CraftedValuesInEveryDtype) {
+  for (const auto type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    expect_same_stats(crafted_values(type), c10::toString(type));
+  }
+}
+
+TEST(TensorStats, NegativeZeroIsZeroAndNanIsNotAValue) {
+  const auto stats = compute_tensor_stats(at::tensor({-0.0f, 0.0f, std::nanf("")}));
+  EXPECT_EQ(stats.zero_count, 2);
+  EXPECT_EQ(stats.nan_count, 1);
+  EXPECT_EQ(stats.finite_nonzero_count(), 0);
+  EXPECT_TRUE(std::isinf(stats.min_abs_nonzero));
+  EXPECT_EQ(stats.max_abs, 0.0);
+}
+
+TEST(TensorStats, Fp32SubnormalsAreCounted) {
+  const float subnormal = std::numeric_limits<float>::denorm_min() * 1000;
+  expect_same_stats(at::tensor({subnormal, -subnormal, 1.0f}), "fp32 subnormal");
+  EXPECT_EQ(compute_tensor_stats(at::tensor({subnormal})).bf16_flush, 1);
+}
+
+TEST(TensorStats, NonContiguousLayouts) {
+  at::manual_seed(1);
+  const at::Tensor base = at::randn({64, 48}) * 1000;
+  expect_same_stats(base.t(), "transposed");
+  expect_same_stats(base.slice(1, 3, 40, 3), "strided slice");
+  expect_same_stats(base.index({at::indexing::Slice(), 5}), "column");
+  expect_same_stats(at::randn({3, 1, 5}).expand({3, 7, 5}), "expanded (stride 0)");
+  expect_same_stats(at::randn({4, 5, 6}).permute({2, 0, 1}).to(at::kHalf), "permuted half");
+  expect_same_stats(at::randn({4, 6}).to(at::kBFloat16).t(), "transposed bfloat16");
+  expect_same_stats(at::randn({}), "scalar");
+}
+
+TEST(TensorStats, LargeTensorsSplitAcrossThreadsAgree) {
+  at::manual_seed(2);
+  at::Tensor values = at::randn({1 << 20}) * at::exp(at::randn({1 << 20}) * 8);
+  values.index_put_({at::indexing::Slice(0, 1000)}, std::numeric_limits<float>::infinity());
+  values.index_put_({at::indexing::Slice(5000, 5100)}, std::nanf(""));
+  expect_same_stats(values, "one long row");
+  expect_same_stats(values.view({1024, 1024}).t(), "long transposed");
+  expect_same_stats(values.view({1 << 17, 8}).slice(1, 0, 5), "many short rows");
+}
+
+TEST(TensorStats, UnsupportedAndEmptyTensorsGiveEmptyStats) {
+  EXPECT_EQ(compute_tensor_stats(at::Tensor()).numel, 0);
+  EXPECT_EQ(compute_tensor_stats(at::ones({4}, at::kLong)).numel, 0);
+  EXPECT_EQ(compute_tensor_stats(at::ones({0, 3})).numel, 0);
+  EXPECT_FALSE(is_observable_tensor(at::ones({2}, at::kBool)));
+}
+
+TEST(TensorStats, MeanAndNormCoverFiniteValues) {
+  const auto stats = compute_tensor_stats(at::tensor({3.0f, 4.0f, std::numeric_limits<float>::infinity()}));
+  EXPECT_DOUBLE_EQ(stats.norm(), 5.0);
+  EXPECT_DOUBLE_EQ(stats.mean(), 3.5);
+}
+
+}  // namespace
+}  // namespace mpnanny
