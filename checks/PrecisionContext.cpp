@@ -253,10 +253,9 @@ void PrecisionContext::collect() {
               if (const CXXRecordDecl *Obj = objectRecord(*Member);
                   Obj && !isNnModuleRecord(Obj))
                 for (const Expr *Arg : Call->arguments())
-                  if (auto D = dtypeNamedIn(Arg)) {
+                  if (auto D = lowestDtypeIn(Arg)) {
                     if (*D != Format::FP32)
-                      Converted.try_emplace(Obj->getCanonicalDecl(),
-                                            *D, SM.getExpansionLoc(Call->getBeginLoc()));
+                      markConverted(Obj, *D, SM.getExpansionLoc(Call->getBeginLoc()));
                     break;
                   }
           }
@@ -336,6 +335,33 @@ void PrecisionContext::collect() {
     std::stable_sort(F->Toggles.begin(), F->Toggles.end(),
                      [](const Toggle &A, const Toggle &B) { return A.Offset < B.Offset; });
   }
+}
+
+/// The module class a field holds: torch::nn::ModuleHolder<X> (or a TORCH_MODULE
+/// class derived from it) and std::shared_ptr<X> both give X.
+static const CXXRecordDecl *heldModule(QualType T) {
+  const CXXRecordDecl *RD = T->getAsCXXRecordDecl();
+  for (int Depth = 0; RD && Depth < 2; ++Depth) {
+    if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD))
+      if ((Spec->getName() == "ModuleHolder" || Spec->getName() == "shared_ptr") &&
+          Spec->getTemplateArgs().size() > 0 &&
+          Spec->getTemplateArgs()[0].getKind() == TemplateArgument::Type)
+        return Spec->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl();
+    if (!RD->hasDefinition() || RD->getNumBases() == 0)
+      return nullptr;
+    RD = RD->bases_begin()->getType()->getAsCXXRecordDecl();
+  }
+  return nullptr;
+}
+
+void PrecisionContext::markConverted(const CXXRecordDecl *RD, Format F, SourceLocation Where) {
+  // module->to(dtype) converts every registered submodule too.
+  if (!RD || !RD->hasDefinition() || !Converted.try_emplace(RD->getCanonicalDecl(), F, Where).second)
+    return;
+  for (const FieldDecl *Field : RD->getDefinition()->fields())
+    if (const CXXRecordDecl *Sub = heldModule(Field->getType()))
+      if (!Ctx.getSourceManager().isInSystemHeader(Sub->getLocation()))
+        markConverted(Sub, F, Where);
 }
 
 PrecisionReason PrecisionContext::precisionIn(const FunctionFacts &F, SourceLocation Loc) const {

@@ -70,6 +70,7 @@ private:
   std::vector<RecordRange> Records;
 
   void collect();
+  void markConverted(const CXXRecordDecl *RD, kb::Format F, SourceLocation Where);
   void propagate();
   PrecisionReason precisionIn(const FunctionFacts &F, SourceLocation Loc) const;
 };

@@ -240,6 +240,28 @@ std::optional<kb::Format> dtypeNamedIn(const Stmt *E) {
   return Found;
 }
 
+static std::optional<kb::Format> lowestDtypeIn(const Stmt *E, int Depth) {
+  std::optional<kb::Format> Lowest;
+  auto Consider = [&](std::optional<kb::Format> F) {
+    // fp16 < bf16 < fp32: the narrowest range is the one that can fail.
+    auto Rank = [](kb::Format X) { return X == kb::Format::FP16 ? 0 : X == kb::Format::BF16 ? 1 : 2; };
+    if (F && (!Lowest || Rank(*F) < Rank(*Lowest)))
+      Lowest = F;
+  };
+  visitDescendants(E, [&](const Stmt *S) {
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(S)) {
+      Consider(formatOfDtypeName(*Ref->getDecl()));
+      if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()))
+        if (Depth < 4 && Var->isLocalVarDecl() && Var->getInit())
+          Consider(lowestDtypeIn(Var->getInit(), Depth + 1));
+    }
+    return true;
+  });
+  return Lowest;
+}
+
+std::optional<kb::Format> lowestDtypeIn(const Stmt *E) { return lowestDtypeIn(E, 0); }
+
 std::optional<kb::Format> explicitDtype(const TorchCall &Call) {
   for (const Expr *Arg : Call.Args)
     if (auto F = dtypeNamedIn(Arg))

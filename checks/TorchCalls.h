@@ -49,6 +49,9 @@ const Expr *valueArgument(const TorchCall &Call, const kb::Op &Op, unsigned Inde
 std::optional<kb::Format> formatOfDtypeName(const NamedDecl &D);
 /// The first dtype named anywhere inside E (e.g. in `dtype(torch::kFloat)` options).
 std::optional<kb::Format> dtypeNamedIn(const Stmt *E);
+/// The lowest-precision dtype an expression may stand for, following local
+/// variables to their initializers: `cuda ? torch::kHalf : torch::kFloat` may be fp16.
+std::optional<kb::Format> lowestDtypeIn(const Stmt *E);
 /// The dtype the call requests explicitly through one of its arguments.
 std::optional<kb::Format> explicitDtype(const TorchCall &Call);
 
