@@ -1,0 +1,57 @@
+// What every subcommand shares: argument parsing, the common flags (--db, --format, --color),
+// and the exit codes (0 ok, 1 a query found nothing to show where that matters, 2 usage or an
+// unreadable database).
+#ifndef MPNANNY_TOOLS_CLI_H
+#define MPNANNY_TOOLS_CLI_H
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "Database.h"
+#include "Format.h"
+
+namespace mpnanny::cli {
+
+/// A command line the subcommand cannot use; exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Options as `--name value` or `--name=value`; what is not taken is a positional or, when it
+/// starts with "--", an unknown option (finish() rejects it).
+class Args {
+ public:
+  explicit Args(std::vector<std::string> args) : args_(std::move(args)) {}
+  std::optional<std::string> take(const std::string& name);
+  /// Every value of a repeatable option; `--db a.db b.db` also takes the words that follow.
+  std::vector<std::string> take_all(const std::string& name, bool greedy = false);
+  bool flag(const std::string& name);
+  /// The remaining words; throws UsageError on an unknown option.
+  std::vector<std::string> finish();
+
+ private:
+  std::vector<std::string> args_;
+};
+
+struct Common {
+  std::vector<std::string> db_specs;
+  query::Format format = query::Format::Table;
+  bool colour = false;
+};
+/// Takes --db (default nanny_logs/metrics.db), --format, --color auto|always|never.
+Common take_common(Args& args);
+std::optional<int64_t> parse_integer(const std::string& text);
+
+int summary(Args args);
+int alerts(Args args);
+int stats(Args args);
+int sites(Args args);
+int report(Args args);
+int compare(Args args);
+
+}  // namespace mpnanny::cli
+
+#endif  // MPNANNY_TOOLS_CLI_H

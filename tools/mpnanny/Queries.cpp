@@ -1,0 +1,268 @@
+#include "Queries.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+namespace mpnanny::query {
+
+namespace {
+
+std::string str(const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : std::string(); }
+int64_t integer(const nlohmann::json& value) { return value.is_number() ? value.get<int64_t>() : 0; }
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string short_number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
+
+/// The site columns every row carries, from a row that has file/line/function.
+void add_site(nlohmann::json& row) { row["site"] = site_label(row); }
+
+}  // namespace
+
+double precision_max(const std::string& precision) {
+  return precision == "BF16" ? 3.3895313892515355e+38 : 65504.0;
+}
+
+std::string site_label(const nlohmann::json& row) {
+  const std::string file = row.contains("file") ? str(row["file"]) : "";
+  const int64_t line = row.contains("line") ? integer(row["line"]) : 0;
+  if (!file.empty() || line > 0) {
+    return (file.empty() ? std::string("?") : std::filesystem::path(file).filename().string()) + ":" +
+           std::to_string(line);
+  }
+  if (row.contains("function") && !str(row["function"]).empty()) return str(row["function"]);
+  if (row.contains("name") && !str(row["name"]).empty()) return str(row["name"]);
+  if (row.contains("op") && !str(row["op"]).empty()) return str(row["op"]);
+  return "?";
+}
+
+bool site_matches(const std::string& s, const std::string& file, int64_t line, const std::string& function,
+                  const std::string& name, const std::string& op) {
+  if (s.empty()) return true;
+  const auto colon = s.rfind(':');
+  if (colon != std::string::npos && colon + 1 < s.size() &&
+      std::all_of(s.begin() + colon + 1, s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    const std::string wanted_file = s.substr(0, colon);
+    if (line == std::stoll(s.substr(colon + 1)) && ends_with(file, wanted_file) &&
+        (file.size() == wanted_file.size() || file[file.size() - wanted_file.size() - 1] == '/' ||
+         wanted_file.front() == '/')) {
+      return true;
+    }
+  }
+  if (!name.empty() && name == s) return true;
+  if (!op.empty() && (op == s || op == "aten::" + s)) return true;
+  if (!function.empty() && function.find(s) != std::string::npos) return true;
+  return !file.empty() && ends_with(file, s);
+}
+
+nlohmann::json summary(const Databases& databases, int worst_sites) {
+  nlohmann::json result = nlohmann::json::array();
+  for (const auto& db : databases) {
+    const nlohmann::json& run = db->run();
+    const int64_t run_id = db->run_id();
+    const std::string precision = str(run["precision"]);
+    nlohmann::json out = {{"rank", db->rank()},
+                          {"file", db->path()},
+                          {"run_id", run_id},
+                          {"precision", precision},
+                          {"torch_version", run["torch_version"]},
+                          {"started_at", run["started_at"]},
+                          {"ended_at", run["ended_at"]},
+                          {"world_size", run["world_size"]},
+                          {"dropped_records", run["dropped_records"]}};
+    {
+      auto q = db->prepare(
+          "SELECT COUNT(*), COALESCE(SUM(traced), 0), COALESCE(SUM(dense), 0), MIN(step), MAX(step) FROM steps "
+          "WHERE run_id = ?");
+      q->bind(1, run_id).step();
+      out["steps"] = {{"seen", q->integer(0)}, {"traced", q->integer(1)}, {"dense", q->integer(2)},
+                      {"first", q->value(3)}, {"last", q->value(4)}};
+    }
+    {
+      auto q = db->prepare(
+          "SELECT type, severity, COUNT(*) FROM alerts WHERE run_id = ? GROUP BY type, severity "
+          "ORDER BY CASE severity WHEN 'ERROR' THEN 0 WHEN 'WARNING' THEN 1 ELSE 2 END, type");
+      q->bind(1, run_id);
+      nlohmann::json counts = nlohmann::json::array();
+      int64_t total = 0;
+      while (q->step()) {
+        counts.push_back({{"type", q->text(0)}, {"severity", q->text(1)}, {"count", q->integer(2)}});
+        total += q->integer(2);
+      }
+      out["alert_counts"] = counts;
+      out["alerts_total"] = total;
+    }
+    {
+      auto q = db->prepare(
+          "SELECT step, type, phase, op, name, function, file, line, value, threshold, message FROM alerts "
+          "WHERE run_id = ? AND severity = 'ERROR' ORDER BY step, seq, alert_id LIMIT 1");
+      q->bind(1, run_id);
+      if (q->step()) {
+        nlohmann::json first = q->row();
+        add_site(first);
+        out["first_error"] = first;
+      } else {
+        out["first_error"] = nullptr;
+      }
+    }
+    {
+      // A bare column next to MAX() takes its value from the row holding the maximum (SQLite).
+      auto q = db->prepare(
+          "SELECT t.phase, t.op, t.name, l.function, l.file, l.line, MAX(COALESCE(t.max_abs, 0)) AS max_abs, "
+          "t.step, SUM(t.nan_count + t.inf_count) AS nonfinite, COUNT(DISTINCT t.step) AS steps_observed "
+          "FROM tensor_stats t LEFT JOIN locations l ON l.run_id = t.run_id AND l.location_id = t.location_id "
+          "WHERE t.run_id = ? GROUP BY t.phase, t.op, t.name, t.location_id");
+      q->bind(1, run_id);
+      const double limit = precision_max(precision);
+      std::vector<nlohmann::json> rows;
+      while (q->step()) {
+        nlohmann::json row = q->row();
+        const double max_abs = q->real(6);
+        const bool nonfinite = q->integer(8) > 0;
+        row["headroom"] = nonfinite ? nlohmann::json(0.0) : max_abs > 0 ? nlohmann::json(limit / max_abs) : nlohmann::json();
+        row["nonfinite"] = q->integer(8);
+        add_site(row);
+        if (!row["headroom"].is_null()) rows.push_back(row);
+      }
+      std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+        return a["headroom"].get<double>() < b["headroom"].get<double>();
+      });
+      if (static_cast<int>(rows.size()) > worst_sites) rows.resize(worst_sites);
+      out["worst_sites"] = rows;
+    }
+    {
+      auto q = db->prepare("SELECT step, scale, skipped FROM loss_scale WHERE run_id = ? ORDER BY step");
+      q->bind(1, run_id);
+      std::vector<std::pair<int64_t, double>> changes;
+      int64_t skipped = 0, recorded = 0;
+      double last = std::nan("");
+      while (q->step()) {
+        ++recorded;
+        skipped += q->integer(2);
+        const double scale = q->real(1);
+        if (!(scale == last)) changes.emplace_back(q->integer(0), scale);
+        last = scale;
+      }
+      if (recorded == 0) {
+        out["loss_scale"] = nullptr;
+      } else {
+        std::string line = short_number(changes.front().second);
+        // One line: the start, then every change with its step; long histories keep both ends.
+        const size_t keep = 6;
+        for (size_t i = 1; i < changes.size(); ++i) {
+          if (changes.size() > 2 * keep + 1 && i == keep + 1) {
+            line += " -> ... (" + std::to_string(changes.size() - 2 * keep - 1) + " more)";
+            i = changes.size() - keep - 1;
+            continue;
+          }
+          line += " -> " + short_number(changes[i].second) + " @" + std::to_string(changes[i].first);
+        }
+        line += "; " + std::to_string(skipped) + " skipped step" + (skipped == 1 ? "" : "s");
+        out["loss_scale"] = {{"history", line}, {"changes", changes.size() - 1}, {"skipped", skipped},
+                             {"final", last}, {"steps", recorded}};
+      }
+    }
+    result.push_back(out);
+  }
+  return result;
+}
+
+nlohmann::json alerts(const Databases& databases, const AlertFilter& filter) {
+  nlohmann::json result = nlohmann::json::array();
+  for (const auto& db : databases) {
+    std::string sql =
+        "SELECT step, seq, type, severity, rule, phase, op, name, function, file, line, value, threshold, message "
+        "FROM alerts WHERE run_id = ?";
+    if (filter.severity) sql += " AND severity = ?";
+    if (filter.type) sql += " AND type = ?";
+    if (filter.first_step) sql += " AND step >= ?";
+    if (filter.last_step) sql += " AND step <= ?";
+    sql += " ORDER BY step, seq, alert_id";
+    auto q = db->prepare(sql);
+    int i = 1;
+    q->bind(i++, db->run_id());
+    if (filter.severity) q->bind(i++, *filter.severity);
+    if (filter.type) q->bind(i++, *filter.type);
+    if (filter.first_step) q->bind(i++, *filter.first_step);
+    if (filter.last_step) q->bind(i++, *filter.last_step);
+    while (q->step()) {
+      nlohmann::json row = q->row();
+      if (filter.site && !site_matches(*filter.site, str(row["file"]), integer(row["line"]), str(row["function"]),
+                                       str(row["name"]), str(row["op"]))) {
+        continue;
+      }
+      row["rank"] = db->rank();
+      add_site(row);
+      result.push_back(row);
+    }
+  }
+  return result;
+}
+
+nlohmann::json stats(const Databases& databases, const StatsFilter& filter) {
+  nlohmann::json result = nlohmann::json::array();
+  for (const auto& db : databases) {
+    auto q = db->prepare(
+        "SELECT t.step, t.seq, t.phase, t.op, t.name, l.function, l.file, l.line, t.dtype, t.shape, t.numel, "
+        "t.nan_count, t.inf_count, t.zero_count, t.max_abs, t.min_abs_nonzero, t.mean, t.norm, t.fp16_overflow, "
+        "t.fp16_subnormal, t.fp16_flush, t.bf16_overflow, t.bf16_subnormal, t.bf16_flush, t.update_ratio "
+        "FROM tensor_stats t LEFT JOIN locations l ON l.run_id = t.run_id AND l.location_id = t.location_id "
+        "WHERE t.run_id = ? AND t.step = ? ORDER BY t.seq");
+    q->bind(1, db->run_id()).bind(2, filter.step);
+    while (q->step()) {
+      nlohmann::json row = q->row();
+      const std::string name = str(row["name"]);
+      if (filter.param && !(name == *filter.param || name.rfind(*filter.param + ".", 0) == 0)) continue;
+      if (filter.site && !site_matches(*filter.site, str(row["file"]), integer(row["line"]), str(row["function"]),
+                                       name, str(row["op"]))) {
+        continue;
+      }
+      row["rank"] = db->rank();
+      add_site(row);
+      result.push_back(row);
+    }
+  }
+  return result;
+}
+
+std::vector<int64_t> traced_steps(const Database& database) {
+  std::vector<int64_t> steps;
+  auto q = database.prepare("SELECT DISTINCT step FROM tensor_stats WHERE run_id = ? ORDER BY step");
+  q->bind(1, database.run_id());
+  while (q->step()) steps.push_back(q->integer(0));
+  return steps;
+}
+
+nlohmann::json sites(const Databases& databases) {
+  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::json available = nlohmann::json::array();
+  for (const auto& db : databases) {
+    const bool has = db->has_table("site_verdicts");
+    available.push_back({{"rank", db->rank()}, {"file", db->path()}, {"verification", has}});
+    if (!has) continue;
+    auto q = db->prepare(
+        "SELECT site_id, check_name, verdict, file, line, function, steps_observed, worst_headroom, first_step, "
+        "value, evidence FROM site_verdicts WHERE run_id = ? ORDER BY CASE verdict WHEN 'CONFIRMED' THEN 0 "
+        "WHEN 'AT_RISK' THEN 1 WHEN 'NOT_OBSERVED' THEN 2 WHEN 'NOT_REACHED' THEN 3 ELSE 4 END, file, line, "
+        "site_id");
+    q->bind(1, db->run_id());
+    while (q->step()) {
+      nlohmann::json row = q->row();
+      row["rank"] = db->rank();
+      add_site(row);
+      rows.push_back(row);
+    }
+  }
+  return {{"available", available}, {"verdicts", rows}};
+}
+
+}  // namespace mpnanny::query

@@ -1,0 +1,56 @@
+// mpnanny sites: which static findings the run confirmed (MPNANNY_VERIFY=1), with evidence.
+#include <iostream>
+
+#include "Cli.h"
+#include "Queries.h"
+
+namespace mpnanny::cli {
+
+int sites(Args args) {
+  const Common common = take_common(args);
+  if (!args.finish().empty()) throw UsageError("sites takes no positional argument (use --db)");
+  const auto databases = query::open_databases(common.db_specs);
+  const nlohmann::json result = query::sites(databases);
+  bool any = false;
+  for (const auto& entry : result["available"]) any = any || entry["verification"].get<bool>();
+  if (!any) std::cerr << "mpnanny: no verification data in this run (train with MPNANNY_VERIFY=1)\n";
+  const nlohmann::json& rows = result["verdicts"];
+  const auto verdict = [](const nlohmann::json& row) { return query::severity_colour(row["verdict"]); };
+  std::vector<query::Column> columns = {
+      {"rank", "rank", true},
+      {"verdict", "verdict", false, false, false, nullptr, verdict},
+      {"check", "check_name", false, true},
+      {"site", "site", false, true, true},
+      {"function", "function", false, true},
+      {"steps", "steps_observed", true},
+      {"headroom", "worst_headroom", true},
+      {"first", "first_step", true},
+      {"evidence", "evidence", false, true},
+  };
+  switch (common.format) {
+    case query::Format::Json:
+      std::cout << rows.dump(2) << "\n";
+      break;
+    case query::Format::Csv: {
+      std::vector<query::Column> csv;
+      for (const char* key : {"rank", "site_id", "check_name", "verdict", "file", "line", "function", "steps_observed",
+                              "worst_headroom", "first_step", "value", "evidence"}) {
+        csv.push_back({"", key});
+      }
+      std::cout << query::render_csv(rows, csv);
+      break;
+    }
+    case query::Format::Table:
+      if (!any) {
+        std::cout << "no verification data in this run\n";
+      } else if (rows.empty()) {
+        std::cout << "no sites were verified in this run\n";
+      } else {
+        std::cout << query::render_table(rows, columns, common.colour);
+      }
+      break;
+  }
+  return 0;
+}
+
+}  // namespace mpnanny::cli

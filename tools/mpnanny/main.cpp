@@ -1,0 +1,66 @@
+// mpnanny: after training, read what the runtime recorded.
+//   mpnanny summary | alerts | stats | sites | report | compare   (mcp: a later subcommand)
+#include <iostream>
+#include <map>
+
+#include "Cli.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: mpnanny <command> [options]
+
+Queries (every one takes --db FILE|DIR ... [default nanny_logs/metrics.db],
+--format table|json|csv, --color auto|always|never; FILE#RUN picks a run):
+  summary [--top N]           run metadata, steps, alert counts, first ERROR, worst sites
+  alerts  [--severity ERROR|WARNING] [--type T] [--site S] [--steps A:B]
+  stats   --step N [--site S | --param P]
+  sites                       verification verdicts of static findings (MPNANNY_VERIFY=1)
+Reports (self-contained HTML, no network needed to view):
+  report  [--db ...] -o report.html [--title T]
+  compare REFERENCE.db LOW.db [-o compare.html] [--tolerance X] [--floor F] [--format ...]
+          where the low-precision run departs from the fp32 reference
+
+S (site): FILE:LINE, a function (substring), a parameter name or an op (softmax).
+Exit codes: 0 ok, 1 nothing observed (stats), 2 usage error or unreadable database.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
+  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help" ||
+      std::string(argv[1]) == "help") {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  for (const auto& word : rest) {
+    if (word == "-h" || word == "--help") {
+      std::cout << kUsage;
+      return 0;
+    }
+  }
+  // One function per subcommand (Cli.h); `mcp` joins this table when it exists.
+  const std::map<std::string, int (*)(mpnanny::cli::Args)> commands = {
+      {"summary", mpnanny::cli::summary}, {"alerts", mpnanny::cli::alerts}, {"stats", mpnanny::cli::stats},
+      {"sites", mpnanny::cli::sites},     {"report", mpnanny::cli::report}, {"compare", mpnanny::cli::compare},
+  };
+  const auto found = commands.find(command);
+  if (found == commands.end()) {
+    std::cerr << "mpnanny: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+  }
+  try {
+    return found->second(mpnanny::cli::Args(std::move(rest)));
+  } catch (const mpnanny::cli::UsageError& error) {
+    std::cerr << "mpnanny " << command << ": " << error.what() << " (see mpnanny --help)\n";
+    return 2;
+  } catch (const mpnanny::query::Error& error) {
+    std::cerr << "mpnanny: error: " << error.what() << "\n";
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "mpnanny: error: " << error.what() << "\n";
+    return 2;
+  }
+}
