@@ -1,6 +1,10 @@
 //===--- MpnannyTidyModule.cpp - mpnanny -----------------------------------===//
 #include "Fp16ConstantRangeCheck.h"
+#include "LossInHalfCheck.h"
+#include "NormInHalfCheck.h"
 #include "RiskyOpCheck.h"
+#include "SoftmaxDtypeCheck.h"
+#include "UnscaledSumCheck.h"
 #include "clang-tidy/ClangTidyModule.h"
 #include "clang-tidy/ClangTidyModuleRegistry.h"
 
@@ -10,7 +14,11 @@ class MpnannyModule : public ClangTidyModule {
 public:
   void addCheckFactories(ClangTidyCheckFactories &Factories) override {
     Factories.registerCheck<Fp16ConstantRangeCheck>("mpnanny-fp16-constant-range");
+    Factories.registerCheck<LossInHalfCheck>("mpnanny-loss-in-half");
+    Factories.registerCheck<NormInHalfCheck>("mpnanny-norm-in-half");
     Factories.registerCheck<RiskyOpCheck>("mpnanny-risky-op");
+    Factories.registerCheck<SoftmaxDtypeCheck>("mpnanny-softmax-dtype");
+    Factories.registerCheck<UnscaledSumCheck>("mpnanny-unscaled-sum");
   }
 };
 

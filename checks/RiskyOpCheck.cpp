@@ -1,6 +1,7 @@
 //===--- RiskyOpCheck.cpp - mpnanny ----------------------------------------===//
 #include "RiskyOpCheck.h"
 
+#include "HalfData.h"
 #include "TorchCalls.h"
 #include <algorithm>
 
@@ -20,6 +21,10 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
     return;
   const kb::Op *Op = lookupOp(*TC, *knowledgeBase());
   if (!Op || Op->Risks.empty() || Op->Check != "mpnanny-risky-op")
+    return;
+  // x.pow(2).mean(): the square of a hand-written statistic is reported once, as the
+  // statistic, by mpnanny-norm-in-half (or mpnanny-loss-in-half for a loss).
+  if (isSquareOfStatistic(*Call, *Result.Context))
     return;
   const PrecisionContext &Context = precisionContext(*Result.Context);
   PrecisionReason Why = Context.at(*Call);

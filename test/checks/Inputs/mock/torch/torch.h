@@ -156,6 +156,16 @@ public:
   Tensor mean(IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt) const;
   Tensor cumsum(int64_t dim, optional<ScalarType> dtype = nullopt) const;
   Tensor prod(optional<ScalarType> dtype = nullopt) const;
+  Tensor prod(int64_t dim, bool keepdim = false, optional<ScalarType> dtype = nullopt) const;
+  Tensor cumprod(int64_t dim, optional<ScalarType> dtype = nullopt) const;
+  Tensor nansum(optional<IntArrayRef> dim = nullopt, bool keepdim = false,
+                optional<ScalarType> dtype = nullopt) const;
+  Tensor sub(const Tensor &other, const Scalar &alpha = 1) const;
+  Tensor eq(const Scalar &other) const;
+  Tensor ne(const Scalar &other) const;
+  Tensor gt(const Scalar &other) const;
+  Tensor logical_not() const;
+  Tensor argmax(optional<int64_t> dim = nullopt, bool keepdim = false) const;
   Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
   Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
   Tensor norm(const Scalar &p = 2) const;
@@ -194,6 +204,10 @@ Tensor operator/(const Tensor &a, const Scalar &b);
 Tensor operator/(const Scalar &a, const Tensor &b);
 Tensor operator>=(const Tensor &a, const Tensor &b);
 Tensor operator==(const Tensor &a, const Scalar &b);
+Tensor operator==(const Tensor &a, const Tensor &b);
+Tensor operator!=(const Tensor &a, const Scalar &b);
+Tensor operator>(const Tensor &a, const Scalar &b);
+Tensor operator<(const Tensor &a, const Scalar &b);
 
 Tensor softmax(const Tensor &self, int64_t dim, optional<ScalarType> dtype = nullopt);
 Tensor log_softmax(const Tensor &self, int64_t dim, optional<ScalarType> dtype = nullopt);
@@ -216,6 +230,13 @@ Tensor sum(const Tensor &self, optional<ScalarType> dtype = nullopt);
 Tensor sum(const Tensor &self, IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt);
 Tensor mean(const Tensor &self, IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt);
 Tensor cumsum(const Tensor &self, int64_t dim, optional<ScalarType> dtype = nullopt);
+Tensor mean(const Tensor &self, optional<ScalarType> dtype = nullopt);
+Tensor prod(const Tensor &self, optional<ScalarType> dtype = nullopt);
+Tensor var(const Tensor &self, IntArrayRef dim, bool unbiased = true, bool keepdim = false);
+Tensor batch_norm(const Tensor &input, const optional<Tensor> &weight, const optional<Tensor> &bias,
+                  const optional<Tensor> &running_mean, const optional<Tensor> &running_var,
+                  bool training, double momentum, double eps, bool cudnn_enabled);
+Tensor l1_loss(const Tensor &self, const Tensor &target, int64_t reduction = 1);
 Tensor logsumexp(const Tensor &self, IntArrayRef dim, bool keepdim = false);
 Tensor matmul(const Tensor &self, const Tensor &other);
 Tensor mm(const Tensor &self, const Tensor &other);
@@ -308,6 +329,7 @@ public:
 template <typename Contained> class ModuleHolder {
 public:
   ModuleHolder() : impl_(std::make_shared<Contained>()) {}
+  ModuleHolder(std::nullptr_t) : impl_(nullptr) {}
   template <typename Head, typename... Tail>
   explicit ModuleHolder(Head &&head, Tail &&...tail)
       : impl_(new Contained(std::forward<Head>(head), std::forward<Tail>(tail)...)) {}
@@ -406,6 +428,17 @@ public:
   Tensor forward(const Tensor &input);
 };
 TORCH_MODULE(Softmax);
+struct LogSoftmaxOptions {
+  LogSoftmaxOptions(int64_t dim) {}
+  TORCH_ARG(int64_t, dim);
+};
+class LogSoftmaxImpl : public Module {
+public:
+  explicit LogSoftmaxImpl(int64_t dim) {}
+  explicit LogSoftmaxImpl(const LogSoftmaxOptions &options) {}
+  Tensor forward(const Tensor &input);
+};
+TORCH_MODULE(LogSoftmax);
 class EmbeddingImpl : public Module {
 public:
   EmbeddingImpl(int64_t n, int64_t d) {}
@@ -424,6 +457,20 @@ public:
   Tensor forward(const Tensor &input, const Tensor &target);
 };
 TORCH_MODULE(CrossEntropyLoss);
+struct MSELossOptions {};
+class MSELossImpl : public Module {
+public:
+  explicit MSELossImpl(const MSELossOptions &options = {}) {}
+  Tensor forward(const Tensor &input, const Tensor &target);
+};
+TORCH_MODULE(MSELoss);
+struct BCEWithLogitsLossOptions {};
+class BCEWithLogitsLossImpl : public Module {
+public:
+  explicit BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions &options = {}) {}
+  Tensor forward(const Tensor &input, const Tensor &target);
+};
+TORCH_MODULE(BCEWithLogitsLoss);
 
 namespace functional {
 struct SoftmaxFuncOptions {
@@ -459,6 +506,20 @@ inline Tensor cross_entropy(const Tensor &input, const Tensor &target,
                             const CrossEntropyFuncOptions &options = {}) { return input; }
 inline Tensor mse_loss(const Tensor &input, const Tensor &target) { return input; }
 inline Tensor nll_loss(const Tensor &input, const Tensor &target) { return input; }
+struct BinaryCrossEntropyWithLogitsFuncOptions {};
+inline Tensor binary_cross_entropy_with_logits(
+    const Tensor &input, const Tensor &target,
+    const BinaryCrossEntropyWithLogitsFuncOptions &options = {}) { return input; }
+inline Tensor l1_loss(const Tensor &input, const Tensor &target) { return input; }
+struct BatchNormFuncOptions {
+  TORCH_ARG(Tensor, weight) = {};
+  TORCH_ARG(Tensor, bias) = {};
+  TORCH_ARG(bool, training) = false;
+  TORCH_ARG(double, momentum) = 0.1;
+  TORCH_ARG(double, eps) = 1e-5;
+};
+inline Tensor batch_norm(const Tensor &input, const Tensor &running_mean, const Tensor &running_var,
+                         const BatchNormFuncOptions &options = {}) { return input; }
 } // namespace functional
 } // namespace nn
 

@@ -1,0 +1,218 @@
+//===--- HalfData.cpp - mpnanny --------------------------------------------===//
+#include "HalfData.h"
+
+#include "clang/AST/ParentMapContext.h"
+#include "clang/Lex/Lexer.h"
+#include "llvm/ADT/StringSwitch.h"
+
+namespace clang::tidy::mpnanny {
+
+static bool isIntegralDtypeName(const NamedDecl &D) {
+  if (!D.getIdentifier())
+    return false;
+  llvm::StringRef N = D.getName();
+  if (isa<EnumConstantDecl>(D)) {
+    const auto *Enum = dyn_cast<EnumDecl>(D.getDeclContext());
+    return Enum && Enum->getName() == "ScalarType" &&
+           llvm::StringSwitch<bool>(N)
+               .Cases("Byte", "Char", "Short", "Int", "Long", "Bool", true)
+               .Default(false);
+  }
+  if (!isa<VarDecl>(D))
+    return false;
+  return llvm::StringSwitch<bool>(N)
+      .Cases("kByte", "kChar", "kShort", "kInt", "kLong", "kBool", true)
+      .Cases("kInt8", "kInt16", "kInt32", "kInt64", "kUInt8", true)
+      .Default(false);
+}
+
+static bool namesIntegralDtype(const Stmt *S) {
+  bool Found = false;
+  visitDescendants(S, [&](const Stmt *X) {
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(X))
+      Found = Found || isIntegralDtypeName(*Ref->getDecl());
+    return !Found;
+  });
+  return Found;
+}
+
+bool requestsIntegralDtype(const TorchCall &Call) {
+  for (const Expr *Arg : Call.Args)
+    if (namesIntegralDtype(Arg))
+      return true;
+  return false;
+}
+
+static bool isIntegralDataImpl(const Expr *E, int Depth) {
+  if (!E || Depth > 8)
+    return false;
+  E = ignoreConversions(E);
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    return Var && Var->isLocalVarDecl() && Var->getInit() &&
+           isIntegralDataImpl(Var->getInit(), Depth + 1);
+  }
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
+    switch (Op->getOperator()) {
+    case OO_EqualEqual: case OO_ExclaimEqual: case OO_Less: case OO_Greater:
+    case OO_LessEqual: case OO_GreaterEqual: case OO_AmpAmp: case OO_PipePipe:
+    case OO_Exclaim: case OO_Tilde:
+      return true;
+    case OO_Amp: case OO_Pipe: case OO_Caret: // masks combined: integral iff an operand is
+      return Op->getNumArgs() == 2 && (isIntegralDataImpl(Op->getArg(0), Depth + 1) ||
+                                       isIntegralDataImpl(Op->getArg(1), Depth + 1));
+    default:
+      return false;
+    }
+  }
+  const auto *Call = dyn_cast<CallExpr>(E);
+  if (!Call)
+    return false;
+  auto TC = classifyTorchCall(*Call);
+  if (!TC)
+    return false;
+  llvm::StringRef N = TC->Name;
+  if (llvm::StringSwitch<bool>(N)
+          .Cases("eq", "ne", "gt", "lt", "ge", "le", true)
+          .Cases("logical_not", "logical_and", "logical_or", "logical_xor", true)
+          .Cases("isfinite", "isnan", "isinf", "isclose", "argmax", "argmin", "nonzero", true)
+          .Cases("randint", "randint_like", true)
+          .Default(false))
+    return true;
+  if (N == "to" || N == "toType" || N == "type")
+    return namesIntegralDtype(Call);
+  // Factories and reshapes keep the type they are given or find.
+  if (llvm::StringSwitch<bool>(N)
+          .Cases("arange", "ones", "zeros", "full", "empty", "ones_like", "zeros_like", true)
+          .Default(false) &&
+      requestsIntegralDtype(*TC))
+    return true;
+  if (llvm::StringSwitch<bool>(N)
+          .Cases("view", "reshape", "squeeze", "unsqueeze", "transpose", "contiguous", true)
+          .Cases("clone", "detach", "flatten", "expand", "select", "narrow", "permute", true)
+          .Default(false))
+    return isIntegralDataImpl(TC->Self, Depth + 1);
+  return false;
+}
+
+bool isIntegralData(const Expr *E) { return isIntegralDataImpl(E, 0); }
+
+static llvm::StringRef textOf(const Expr *E, const ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  return Lexer::getSourceText(CharSourceRange::getTokenRange(E->getSourceRange()), SM,
+                              Ctx.getLangOpts());
+}
+
+static bool sameOperand(const Expr *A, const Expr *B, const ASTContext &Ctx) {
+  A = ignoreConversions(A);
+  B = ignoreConversions(B);
+  if (const auto *RA = dyn_cast<DeclRefExpr>(A))
+    if (const auto *RB = dyn_cast<DeclRefExpr>(B))
+      return RA->getDecl() == RB->getDecl();
+  llvm::StringRef TA = textOf(A, Ctx), TB = textOf(B, Ctx);
+  return !TA.empty() && TA == TB;
+}
+
+std::optional<Square> squareOf(const Expr *E, const ASTContext &Ctx) {
+  if (!E)
+    return std::nullopt;
+  E = ignoreConversions(E);
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E))
+    if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+        Var && Var->isLocalVarDecl() && Var->getInit())
+      E = ignoreConversions(Var->getInit());
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
+    if (Op->getOperator() == OO_Star && Op->getNumArgs() == 2 &&
+        isTensorType(Op->getArg(0)->getType()) && isTensorType(Op->getArg(1)->getType()) &&
+        sameOperand(Op->getArg(0), Op->getArg(1), Ctx))
+      return Square{E, ignoreConversions(Op->getArg(0)), std::nullopt};
+    return std::nullopt;
+  }
+  const auto *Call = dyn_cast<CallExpr>(E);
+  if (!Call)
+    return std::nullopt;
+  auto TC = classifyTorchCall(*Call);
+  if (!TC || !TC->Self)
+    return std::nullopt;
+  if (TC->Name == "square" && TC->Args.empty())
+    return Square{E, ignoreConversions(TC->Self), TC};
+  if (TC->Name == "pow" && TC->Args.size() == 1)
+    if (auto Exponent = evaluateNumber(TC->Args[0], Ctx); Exponent && *Exponent == 2)
+      return Square{E, ignoreConversions(TC->Self), TC};
+  if (TC->Name == "mul" && TC->Args.size() == 1 && isTensorType(TC->Args[0]->getType()) &&
+      sameOperand(TC->Self, TC->Args[0], Ctx))
+    return Square{E, ignoreConversions(TC->Self), std::nullopt};
+  return std::nullopt;
+}
+
+/// The node above N, when there is exactly one.
+static DynTypedNode parentOf(const DynTypedNode &N, ASTContext &Ctx) {
+  auto Parents = Ctx.getParents(N);
+  return Parents.size() == 1 ? Parents[0] : DynTypedNode();
+}
+
+const CallExpr *meanOf(const Expr &E, ASTContext &Ctx) {
+  DynTypedNode N = DynTypedNode::create(E);
+  const Expr *Inner = ignoreConversions(&E);
+  for (int Level = 0; Level < 8; ++Level) {
+    N = parentOf(N, Ctx);
+    const auto *P = N.get<Expr>();
+    if (!P)
+      return nullptr;
+    const auto *Call = dyn_cast<CallExpr>(P);
+    if (!Call)
+      continue; // parentheses, temporaries, the member access of a method call
+    if (isa<CXXConstructExpr>(P))
+      continue;
+    auto TC = classifyTorchCall(*Call);
+    if (TC && TC->Name == "mean" && TC->Self && ignoreConversions(TC->Self) == Inner)
+      return Call;
+    return nullptr;
+  }
+  return nullptr;
+}
+
+bool isSquareOfStatistic(const CallExpr &Call, ASTContext &Ctx) {
+  auto S = squareOf(&Call, Ctx);
+  return S && S->Node == &Call && meanOf(Call, Ctx);
+}
+
+bool isLossName(llvm::StringRef Name) {
+  std::string Lower = Name.lower();
+  llvm::StringRef L = Lower;
+  return L.contains("loss") && !L.contains("scale");
+}
+
+bool feedsLoss(const Expr &E, ASTContext &Ctx) {
+  DynTypedNode N = DynTypedNode::create(E);
+  const Stmt *Below = &E;
+  for (int Level = 0; Level < 64; ++Level) {
+    DynTypedNode P = parentOf(N, Ctx);
+    if (const auto *Var = P.get<VarDecl>())
+      return Var->getIdentifier() && isLossName(Var->getName());
+    if (const auto *FD = P.get<FunctionDecl>())
+      return FD->getIdentifier() && isLossName(FD->getName()); // returned by a *loss* function
+    const auto *S = P.get<Stmt>();
+    if (!S)
+      return false;
+    if (const auto *Assign = dyn_cast<CXXOperatorCallExpr>(S);
+        Assign && Assign->getOperator() == OO_Equal && Assign->getNumArgs() == 2 &&
+        Below != Assign->getArg(0))
+      if (const auto *Ref = dyn_cast<DeclRefExpr>(ignoreConversions(Assign->getArg(0))))
+        return Ref->getDecl()->getIdentifier() && isLossName(Ref->getDecl()->getName());
+    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S))
+      if (const CXXMethodDecl *M = Member->getMethodDecl();
+          M && M->getIdentifier() && M->getName() == "backward" && isTensorType(Member->getObjectType()))
+        return true;
+    // Only a return statement passes the value on; other statements end it.
+    if (!isa<Expr>(S) && !isa<ReturnStmt>(S) && !isa<CompoundStmt>(S))
+      return false;
+    if (isa<CompoundStmt>(S) && !isa<ReturnStmt>(Below))
+      return false;
+    Below = S;
+    N = P;
+  }
+  return false;
+}
+
+} // namespace clang::tidy::mpnanny

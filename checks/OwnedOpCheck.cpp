@@ -1,0 +1,64 @@
+//===--- OwnedOpCheck.cpp - mpnanny ----------------------------------------===//
+#include "OwnedOpCheck.h"
+
+#include "HalfData.h"
+#include <algorithm>
+
+namespace clang::tidy::mpnanny {
+
+static bool isAutocast(kb::Precision P) {
+  return P == kb::Precision::AutocastFP16 || P == kb::Precision::AutocastBF16;
+}
+
+std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &Call,
+                                                               ASTContext &Ctx) const {
+  if (!knowledgeBase())
+    return std::nullopt;
+  auto TC = classifyTorchCall(Call);
+  if (!TC)
+    return std::nullopt;
+  const kb::Op *Op = lookupOp(*TC, *knowledgeBase());
+  if (!Op || Op->Check != Owner || Op->Risks.empty())
+    return std::nullopt;
+  const PrecisionContext &Context = precisionContext(Ctx);
+  PrecisionReason Why = Context.at(Call);
+  if (Why.Value == kb::Precision::FP32)
+    return std::nullopt;
+  // Counts and masks reduce exactly, whatever the precision around them.
+  if ((TC->Self && isIntegralData(TC->Self)) || requestsIntegralDtype(*TC))
+    return std::nullopt;
+  std::optional<kb::Format> Format = Context.computeFormatOf(*TC, Op);
+  // Under autocast an op autocast does not cover runs in its input's type, which is
+  // half only if the code shows it (the output of a matmul is, a parameter is not).
+  if (Format && isAutocast(Why.Value) &&
+      (Op->Autocast == kb::AutocastPolicy::None || Op->Autocast == kb::AutocastPolicy::Promote) &&
+      !explicitDtype(*TC)) {
+    std::optional<kb::Format> Input = TC->Self ? Context.knownFormat(TC->Self) : std::nullopt;
+    if (!Input || !kb::isHalfFormat(*Input))
+      return std::nullopt;
+  }
+  for (const kb::Risk &R : Op->Risks) {
+    if (R.Level == kb::Severity::Note)
+      continue;
+    bool Applies = R.Kind == kb::RiskKind::Banned
+                       ? !Format
+                       : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) !=
+                                       R.Formats.end();
+    if (Applies)
+      return OwnedCall{*TC, Op, &R, Format, Why};
+  }
+  return std::nullopt;
+}
+
+void OwnedOpCheck::reportOwned(const OwnedCall &Found, ASTContext &Ctx) {
+  std::string PrecisionName =
+      Found.Format ? kb::toString(*Found.Format) : kb::toString(Found.Why.Value);
+  std::string Spelled = Found.Call.spelled();
+  Subject About{Found.Call.Call, Found.Op, kb::toString(Found.Risk->Kind),
+                kb::toString(Found.Risk->Level), PrecisionName};
+  report(Ctx, About, Found.Call.Call->getExprLoc(),
+         expand(Found.Risk->Message, Spelled, PrecisionName),
+         expand(Found.Risk->Fix, Spelled, PrecisionName), Found.Why);
+}
+
+} // namespace clang::tidy::mpnanny

@@ -1,0 +1,37 @@
+//===--- UnscaledSumCheck.cpp - mpnanny ------------------------------------===//
+#include "UnscaledSumCheck.h"
+
+using namespace clang::ast_matchers;
+
+namespace clang::tidy::mpnanny {
+
+void UnscaledSumCheck::registerMatchers(MatchFinder *Finder) {
+  if (knowledgeBase())
+    Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
+}
+
+/// True when the reduction names dimensions: `x.sum(-1)`, `torch::sum(x, {0, 1})`.
+/// Arguments that only name a dtype do not count.
+static bool namesDimensions(const TorchCall &Call) {
+  for (const Expr *Arg : Call.Args)
+    if (!dtypeNamedIn(Arg) && !Arg->getType()->isBooleanType())
+      return true;
+  return false;
+}
+
+// Owned through the knowledge base (`check: mpnanny-unscaled-sum`): sum, nansum,
+// cumsum, cumsum_. Without shapes, "large" is decided by the spelling: a sum with no
+// dimension adds every element of the tensor, and a running sum stores every prefix;
+// a sum over named dimensions of unknown size is left alone.
+void UnscaledSumCheck::check(const MatchFinder::MatchResult &Result) {
+  const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call");
+  auto Found = ownedRisk(*Call, *Result.Context);
+  if (!Found)
+    return;
+  bool Running = llvm::StringRef(Found->Call.Name).startswith("cum");
+  if (!Running && namesDimensions(Found->Call))
+    return;
+  reportOwned(*Found, *Result.Context);
+}
+
+} // namespace clang::tidy::mpnanny

@@ -1,0 +1,23 @@
+//===--- UnscaledSumCheck.h - mpnanny ----------------------------*- C++ -*-===//
+#ifndef MPNANNY_CHECKS_UNSCALEDSUMCHECK_H
+#define MPNANNY_CHECKS_UNSCALEDSUMCHECK_H
+
+#include "OwnedOpCheck.h"
+
+namespace clang::tidy::mpnanny {
+
+/// Flags large reductions whose result is stored in half: sum() over all elements and
+/// cumsum (and nansum, cumsum_) without an fp32 dtype or upcast: past 2048 (fp16) or
+/// 256 (bf16) integers are no longer exact, and an fp16 total above 65504 is inf.
+///
+/// For the user-facing documentation see: knowledge/mpnanny-unscaled-sum.md
+class UnscaledSumCheck : public OwnedOpCheck {
+public:
+  using OwnedOpCheck::OwnedOpCheck;
+  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+};
+
+} // namespace clang::tidy::mpnanny
+
+#endif

@@ -1,0 +1,78 @@
+// RUN: %mpnanny_check --checks='-*,mpnanny-softmax-dtype' %s -- %check_flags | %FileCheckAll %s
+// RUN: %clang_tidy --load %plugin -checks='-*,mpnanny-softmax-dtype' %s -- %check_flags | %FileCheckAll %s
+
+#include <torch/torch.h>
+#include <ATen/autocast_mode.h>
+
+namespace F = torch::nn::functional;
+
+// A model converted to fp16: softmax, products and norms run in fp16.
+struct HalfHeadImpl : torch::nn::Module {
+  torch::nn::Softmax softmax{torch::nn::SoftmaxOptions(-1)};
+  torch::nn::LogSoftmax log_softmax{torch::nn::LogSoftmaxOptions(-1)};
+  torch::Tensor forward(torch::Tensor x) {
+    auto p = torch::softmax(x, -1);
+// CHECK: :[[@LINE-1]]:14: warning: torch::softmax in fp16 returns probabilities in fp16: those below 2.98e-8 {{.*}} [mpnanny-softmax-dtype]
+    auto m = x.softmax(1);
+// CHECK: :[[@LINE-1]]:16: warning: Tensor::softmax in fp16{{.*}} [mpnanny-softmax-dtype]
+    auto f = F::softmax(x, F::SoftmaxFuncOptions(1));
+// CHECK: :[[@LINE-1]]:14: warning: torch::nn::functional::softmax in fp16{{.*}} [mpnanny-softmax-dtype]
+    auto lp = x.log_softmax(-1);
+// CHECK: :[[@LINE-1]]:17: warning: Tensor::log_softmax in fp16 returns log-probabilities in fp16: with 11 significant bits {{.*}} [mpnanny-softmax-dtype]
+    auto mod = softmax(x);
+// CHECK: :[[@LINE-1]]:16: warning: torch::nn::Softmax in fp16{{.*}} [mpnanny-softmax-dtype]
+    auto lmod = log_softmax(x);
+// CHECK: :[[@LINE-1]]:17: warning: torch::nn::LogSoftmax in fp16{{.*}} [mpnanny-softmax-dtype]
+    auto total = x.prod();
+// CHECK: :[[@LINE-1]]:20: warning: Tensor::prod in fp16 leaves fp16's range fast: a product above 65504 is inf {{.*}} [mpnanny-softmax-dtype]
+    auto size = x.norm();
+// CHECK: :[[@LINE-1]]:19: warning: Tensor::norm in fp16 returns the norm in fp16: a norm above 65504 is inf {{.*}} [mpnanny-softmax-dtype]
+    auto decay = x.cumprod(-1);
+// CHECK: :[[@LINE-1]]:20: warning: Tensor::cumprod in fp16{{.*}} [mpnanny-softmax-dtype]
+
+    // Safe: an fp32 dtype, or an fp32 upcast of the input.
+    auto a = torch::softmax(x, -1, torch::kFloat);
+    auto b = torch::softmax(x.to(torch::kFloat), -1);
+    auto up = x.to(torch::kFloat32);
+    auto c = up.softmax(-1);
+    auto d = F::softmax(x, F::SoftmaxFuncOptions(1).dtype(torch::kFloat));
+    auto e = x.log_softmax(-1, torch::kFloat);
+    auto g = x.prod(-1, false, torch::kFloat);
+    auto h = softmax(x.to(torch::kFloat));
+    auto k = up.norm();
+    // Counts: a product or softmax is never taken of a mask here, but a bool product is exact.
+    auto all_true = (x == 0).prod();
+    return p + m + f + lp + mod + lmod + total + size + decay + a + b + c + d + e + g + h + k +
+           all_true;
+  }
+};
+TORCH_MODULE(HalfHead);
+
+void train_half() {
+  HalfHead head;
+  head->to(torch::kHalf);
+}
+
+// bf16 has fp32's range and the kernels accumulate in fp32: not reported.
+torch::Tensor bf16_attention(torch::Tensor q, torch::Tensor k) {
+  auto scores = torch::matmul(q.to(torch::kBFloat16), k);
+  return torch::softmax(scores, -1) + scores.norm() + scores.prod();
+}
+
+// Under autocast softmax, log_softmax, prod and norm run in fp32, unless a dtype is given.
+torch::Tensor autocast_attention(torch::Tensor q, torch::Tensor k) {
+  at::autocast::set_enabled(true);
+  auto scores = torch::matmul(q, k);
+  auto p = torch::softmax(scores, -1);
+  auto lp = scores.log_softmax(-1);
+  auto n = scores.norm();
+  auto forced = torch::softmax(scores, -1, torch::kHalf);
+// CHECK: :[[@LINE-1]]:17: warning: torch::softmax in fp16{{.*}} [mpnanny-softmax-dtype]
+  at::autocast::set_enabled(false);
+  return p + lp + n + forced;
+}
+
+// Plain fp32 code: never reported.
+torch::Tensor fp32_only(torch::Tensor x) {
+  return torch::softmax(x, -1) + x.log_softmax(-1) + x.prod() + x.norm();
+}

@@ -1,0 +1,57 @@
+// RUN: %mpnanny_check --checks='-*,mpnanny-unscaled-sum' %s -- %check_flags | %FileCheckAll %s
+// RUN: %clang_tidy --load %plugin -checks='-*,mpnanny-unscaled-sum' %s -- %check_flags | %FileCheckAll %s
+
+#include <torch/torch.h>
+#include <ATen/autocast_mode.h>
+
+// fp16 data: a total over every element, and every running total, is stored in fp16.
+torch::Tensor half_totals(torch::Tensor x, torch::Tensor mask) {
+  auto h = x.to(torch::kHalf);
+  auto total = h.sum();
+// CHECK: :[[@LINE-1]]:18: warning: Tensor::sum over all elements in fp16 stores the total in fp16: a total above 65504 is inf, and above 2048 {{.*}} [mpnanny-unscaled-sum]
+  auto total2 = torch::sum(h);
+// CHECK: :[[@LINE-1]]:17: warning: torch::sum over all elements in fp16{{.*}} [mpnanny-unscaled-sum]
+  auto running = h.cumsum(-1);
+// CHECK: :[[@LINE-1]]:20: warning: Tensor::cumsum in fp16 stores each running total in fp16: past 2048 {{.*}} [mpnanny-unscaled-sum]
+  auto forced = h.sum(torch::kHalf);
+// CHECK: :[[@LINE-1]]:19: warning: Tensor::sum over all elements in fp16{{.*}} [mpnanny-unscaled-sum]
+  auto nan_total = h.nansum();
+// CHECK: :[[@LINE-1]]:22: warning: Tensor::nansum over all elements in fp16{{.*}} [mpnanny-unscaled-sum]
+
+  // Safe: an fp32 dtype or upcast; a sum over named dimensions of unknown size; integer data.
+  auto a = h.sum(torch::kFloat);
+  auto b = h.to(torch::kFloat).sum();
+  auto c = h.cumsum(-1, torch::kFloat);
+  auto d = h.sum(/*dim=*/1, /*keepdim=*/false);
+  auto e = h.sum({0, 1}, /*keepdim=*/true);
+  auto positions = mask.to(torch::kLong).cumsum(-1);
+  auto hits = (h > 0).sum();
+  auto count = h.ne(0).sum();
+  auto f = h.sum(torch::kLong);
+  return total + total2 + running + forced + nan_total + a + b + c + d + e + positions + hits +
+         count + f;
+}
+
+// bf16: a total is rounded to 8 bits (documentation only), but running totals collide past 256.
+torch::Tensor bf16_positions(torch::Tensor x) {
+  auto h = x.to(torch::kBFloat16);
+  auto total = h.sum();
+  auto positions = h.cumsum(-1);
+// CHECK: :[[@LINE-1]]:22: warning: Tensor::cumsum in bf16 stores each running total with 8 significant bits: past 256 {{.*}} [mpnanny-unscaled-sum]
+  return total + positions;
+}
+
+// Under autocast sum and cumsum run in fp32 unless a dtype is given.
+torch::Tensor autocast_totals(torch::Tensor q, torch::Tensor k) {
+  at::autocast::set_enabled(true);
+  auto scores = torch::matmul(q, k);
+  auto total = scores.sum();
+  auto running = scores.cumsum(-1);
+  auto forced = scores.sum(torch::kHalf);
+// CHECK: :[[@LINE-1]]:24: warning: Tensor::sum over all elements in fp16{{.*}} [mpnanny-unscaled-sum]
+  at::autocast::set_enabled(false);
+  return total + running + forced;
+}
+
+// Plain fp32 code: never reported.
+torch::Tensor fp32_only(torch::Tensor x) { return x.sum() + x.cumsum(0); }
