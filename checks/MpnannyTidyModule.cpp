@@ -1,6 +1,11 @@
 //===--- MpnannyTidyModule.cpp - mpnanny -----------------------------------===//
+#include "AutocastCacheCheck.h"
+#include "ClipBeforeUnscaleCheck.h"
 #include "Fp16ConstantRangeCheck.h"
+#include "GradScalerConfigCheck.h"
 #include "LossInHalfCheck.h"
+#include "MasterWeightsCheck.h"
+#include "MissingGradScalerCheck.h"
 #include "NormInHalfCheck.h"
 #include "RiskyOpCheck.h"
 #include "SoftmaxDtypeCheck.h"
@@ -13,8 +18,13 @@ namespace clang::tidy::mpnanny {
 class MpnannyModule : public ClangTidyModule {
 public:
   void addCheckFactories(ClangTidyCheckFactories &Factories) override {
+    Factories.registerCheck<AutocastCacheCheck>("mpnanny-autocast-cache");
+    Factories.registerCheck<ClipBeforeUnscaleCheck>("mpnanny-clip-before-unscale");
     Factories.registerCheck<Fp16ConstantRangeCheck>("mpnanny-fp16-constant-range");
+    Factories.registerCheck<GradScalerConfigCheck>("mpnanny-grad-scaler-config");
     Factories.registerCheck<LossInHalfCheck>("mpnanny-loss-in-half");
+    Factories.registerCheck<MasterWeightsCheck>("mpnanny-master-weights");
+    Factories.registerCheck<MissingGradScalerCheck>("mpnanny-missing-grad-scaler");
     Factories.registerCheck<NormInHalfCheck>("mpnanny-norm-in-half");
     Factories.registerCheck<RiskyOpCheck>("mpnanny-risky-op");
     Factories.registerCheck<SoftmaxDtypeCheck>("mpnanny-softmax-dtype");

@@ -187,6 +187,13 @@ public:
   Tensor &zero_();
   Tensor &mul_(const Scalar &other);
   Tensor &add_(const Tensor &other, const Scalar &alpha = 1);
+  Tensor &sub_(const Tensor &other, const Scalar &alpha = 1);
+  Tensor &mul_(const Tensor &other);
+  Tensor &div_(const Tensor &other);
+  Tensor &div_(const Scalar &other);
+  Tensor &copy_(const Tensor &src, bool non_blocking = false);
+  Tensor data() const;
+  Tensor &mutable_grad() const;
   Tensor where(const Tensor &condition, const Tensor &other) const;
 };
 
@@ -304,6 +311,11 @@ struct NoGradGuard {
   NoGradGuard();
   ~NoGradGuard();
 };
+using Variable = at::Tensor;
+using variable_list = std::vector<Variable>;
+void backward(const variable_list &tensors, const variable_list &grad_tensors = {},
+              optional<bool> retain_graph = nullopt, bool create_graph = false,
+              const variable_list &inputs = {});
 } // namespace autograd
 using autograd::NoGradGuard;
 
@@ -472,6 +484,18 @@ public:
 };
 TORCH_MODULE(BCEWithLogitsLoss);
 
+namespace utils {
+inline double clip_grad_norm_(std::vector<Tensor> parameters, double max_norm, double norm_type = 2.0,
+                              bool error_if_nonfinite = false) { return 0; }
+inline double clip_grad_norm_(std::initializer_list<Tensor> parameters, double max_norm,
+                              double norm_type = 2.0, bool error_if_nonfinite = false) { return 0; }
+inline double clip_grad_norm_(Tensor parameter, double max_norm, double norm_type = 2.0,
+                              bool error_if_nonfinite = false) { return 0; }
+inline void clip_grad_value_(std::vector<Tensor> parameters, double clip_value) {}
+inline void clip_grad_value_(std::initializer_list<Tensor> parameters, double clip_value) {}
+inline void clip_grad_value_(Tensor parameter, double clip_value) {}
+} // namespace utils
+
 namespace functional {
 struct SoftmaxFuncOptions {
   SoftmaxFuncOptions(int64_t dim) {}
@@ -555,6 +579,24 @@ public:
 class SGD : public Optimizer {
 public:
   SGD(std::vector<Tensor> params, SGDOptions defaults) {}
+};
+struct RMSpropOptions {
+  RMSpropOptions(double lr = 1e-2) {}
+  TORCH_ARG(double, lr) = 1e-2;
+  TORCH_ARG(double, eps) = 1e-8;
+};
+class RMSprop : public Optimizer {
+public:
+  explicit RMSprop(std::vector<Tensor> params, RMSpropOptions defaults = {}) {}
+};
+struct AdagradOptions {
+  AdagradOptions(double lr = 1e-2) {}
+  TORCH_ARG(double, lr) = 1e-2;
+  TORCH_ARG(double, eps) = 1e-10;
+};
+class Adagrad : public Optimizer {
+public:
+  explicit Adagrad(std::vector<Tensor> params, AdagradOptions defaults = {}) {}
 };
 } // namespace optim
 } // namespace torch

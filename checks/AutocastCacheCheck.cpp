@@ -1,0 +1,154 @@
+//===--- AutocastCacheCheck.cpp - mpnanny ----------------------------------===//
+#include "AutocastCacheCheck.h"
+
+#include "TorchCalls.h"
+#include "TrainingStep.h"
+#include "clang/AST/ParentMapContext.h"
+
+using namespace clang::ast_matchers;
+
+namespace clang::tidy::mpnanny {
+
+void AutocastCacheCheck::registerMatchers(MatchFinder *Finder) {
+  Finder->addMatcher(callExpr(unless(isExpansionInSystemHeader())).bind("call"), this);
+}
+
+static bool isAutocast(kb::Precision P) {
+  return P == kb::Precision::AutocastFP16 || P == kb::Precision::AutocastBF16;
+}
+
+static bool isAutocastSwitch(const CallExpr &Call) {
+  const FunctionDecl *Callee = Call.getDirectCallee();
+  return Callee && llvm::StringRef(Callee->getQualifiedNameAsString()).startswith("at::autocast::");
+}
+
+/// A loop over a model's parameters (`for (auto &p : model->parameters())`): the
+/// update loop inside a step, not the training loop.
+static bool isParameterLoop(const Stmt &Loop) {
+  const auto *For = dyn_cast<CXXForRangeStmt>(&Loop);
+  if (!For)
+    return false;
+  bool Found = false;
+  visitDescendants(For->getRangeInit(), [&](const Stmt *S) {
+    if (const auto *Call = dyn_cast<CallExpr>(S))
+      if (const FunctionDecl *Callee = Call->getDirectCallee(); Callee && Callee->getIdentifier())
+        Found |= Callee->getName().contains("parameters") || Callee->getName() == "param_groups";
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(S))
+      Found |= Ref->getDecl()->getName().contains_insensitive("param");
+    return !Found;
+  });
+  return Found;
+}
+
+/// The first call under autocast in S, other than the autocast switches themselves:
+/// a forward that fills the cache.
+static const CallExpr *autocastForward(const Stmt *S, const PrecisionContext &Context,
+                                       const SourceManager &SM, unsigned From, unsigned To) {
+  const CallExpr *Found = nullptr;
+  visitDescendants(S, [&](const Stmt *X) {
+    if (Found)
+      return false;
+    if (const auto *Call = dyn_cast<CallExpr>(X)) {
+      unsigned At = orderOf(*X, SM);
+      if (At >= From && At < To && !isAutocastSwitch(*Call) && isAutocast(Context.at(*X).Value))
+        Found = Call;
+    }
+    return !Found;
+  });
+  return Found;
+}
+
+void AutocastCacheCheck::onStartOfTranslationUnit() {
+  MpnannyCheck::onStartOfTranslationUnit();
+  CacheDisabled.reset();
+  Reported.clear();
+}
+
+void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
+  const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call");
+  ASTContext &Ctx = *Result.Context;
+  bool Step = isOptimizerStep(*Call);
+  if (!Step && !isInPlaceWeightUpdate(*Call, Ctx))
+    return;
+  const PrecisionContext &Context = precisionContext(Ctx);
+  const FunctionDecl *F = Context.enclosingFunction(*Call);
+  if (!F || !F->getBody())
+    return;
+  const SourceManager &SM = Ctx.getSourceManager();
+  // With the cache switched off, nothing is stale.
+  if (!CacheDisabled)
+    CacheDisabled = autocastCacheDisabled(Ctx);
+  if (*CacheDisabled)
+    return;
+
+  unsigned StepAt = orderOf(*Call, SM);
+  // The training loop around the update: the innermost loop that is not the
+  // loop over the parameters.
+  const Stmt *Loop = nullptr;
+  DynTypedNodeList Parents = Ctx.getParents(*Call);
+  for (int Depth = 0; Depth < 256 && !Parents.empty() && !Loop; ++Depth) {
+    const DynTypedNode &P = Parents[0];
+    if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
+      break;
+    if (const auto *S = P.get<Stmt>())
+      if ((isa<ForStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S) || isa<CXXForRangeStmt>(S)) &&
+          !isParameterLoop(*S))
+        Loop = S;
+    Parents = Ctx.getParents(P);
+  }
+
+  const CallExpr *Forward = nullptr;
+  if (Loop) {
+    if (Reported.count(Loop))
+      return;
+    Forward = autocastForward(Loop, Context, SM, 0, ~0u);
+    if (!Forward || clearsAutocastCache(*Loop))
+      return;
+    Reported.insert(Loop);
+  } else {
+    // Straight-line code: a forward under autocast before the update and another
+    // after it, with no clear in between.
+    if (!autocastForward(F->getBody(), Context, SM, 0, StepAt))
+      return;
+    Forward = autocastForward(F->getBody(), Context, SM, StepAt + 1, ~0u);
+    if (!Forward)
+      return;
+    unsigned ForwardAt = orderOf(*Forward, SM);
+    bool Cleared = false;
+    visitDescendants(F->getBody(), [&](const Stmt *S) {
+      unsigned At = orderOf(*S, SM);
+      unsigned End = SM.getFileOffset(SM.getExpansionLoc(S->getEndLoc()));
+      if (Cleared || End < StepAt)
+        return false;
+      if (At > StepAt && End < ForwardAt && clearsAutocastCache(*S))
+        Cleared = true;
+      return !Cleared;
+    });
+    if (Cleared)
+      return;
+  }
+
+  PrecisionReason Why = Context.at(*Forward);
+  std::string What = "the optimizer's step";
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {
+    QualType T = Member->getImplicitObjectArgument()->IgnoreParenImpCasts()->getType();
+    if (T->isPointerType())
+      T = T->getPointeeType();
+    if (auto TC = classifyTorchCall(*Call); TC && !Step)
+      What = TC->spelled();
+    else if (const auto *RD = T->getAsCXXRecordDecl())
+      What = RD->getQualifiedNameAsString() + "::step";
+  }
+  Subject About{Call, nullptr, "precision-loss", "warning", kb::toString(Why.Value)};
+  report(Ctx, About, Call->getExprLoc(),
+         What + " updates the weights while the " + kb::toString(Why.Value) +
+             " weight cache survives: the cache is keyed by the weight's TensorImpl with no "
+             "version check and nothing clears it before the next forward (set_enabled(false) "
+             "does not clear it in C++), so the forward reuses stale half weights and the loss "
+             "stays flat",
+         "call at::autocast::clear_cache() after the step in every iteration (or leave autocast "
+         "with set_enabled(false) followed by clear_cache(), as PyTorch's autocast exit does)",
+         Why);
+}
+
+} // namespace clang::tidy::mpnanny

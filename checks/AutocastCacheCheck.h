@@ -1,0 +1,29 @@
+//===--- AutocastCacheCheck.h - mpnanny --------------------------*- C++ -*-===//
+#ifndef MPNANNY_CHECKS_AUTOCASTCACHECHECK_H
+#define MPNANNY_CHECKS_AUTOCASTCACHECHECK_H
+
+#include "MpnannyCheck.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace clang::tidy::mpnanny {
+
+/// Flags an optimizer step (or an in-place weight update) inside a training loop
+/// that runs its forward under autocast and never calls at::autocast::clear_cache():
+/// the cache of half weights outlives the update and the forward reuses stale weights.
+///
+/// For the user-facing documentation see: knowledge/mpnanny-autocast-cache.md
+class AutocastCacheCheck : public MpnannyCheck {
+public:
+  using MpnannyCheck::MpnannyCheck;
+  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+  void onStartOfTranslationUnit() override;
+
+private:
+  std::optional<bool> CacheDisabled;
+  llvm::SmallPtrSet<const Stmt *, 4> Reported; ///< loops already reported
+};
+
+} // namespace clang::tidy::mpnanny
+
+#endif

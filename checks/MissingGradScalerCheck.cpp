@@ -1,0 +1,95 @@
+//===--- MissingGradScalerCheck.cpp - mpnanny ------------------------------===//
+#include "MissingGradScalerCheck.h"
+
+#include "TorchCalls.h"
+#include "TrainingStep.h"
+
+using namespace clang::ast_matchers;
+
+namespace clang::tidy::mpnanny {
+
+void MissingGradScalerCheck::registerMatchers(MatchFinder *Finder) {
+  Finder->addMatcher(callExpr(unless(isExpansionInSystemHeader()),
+                              callee(functionDecl(hasName("backward"))))
+                         .bind("backward"),
+                     this);
+}
+
+static bool isAutocast(kb::Precision P) {
+  return P == kb::Precision::AutocastFP16 || P == kb::Precision::AutocastBF16;
+}
+static bool isFp16(kb::Precision P) {
+  return P == kb::Precision::FP16 || P == kb::Precision::AutocastFP16;
+}
+
+void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
+  const auto *Call = Result.Nodes.getNodeAs<CallExpr>("backward");
+  ASTContext &Ctx = *Result.Context;
+  auto Loss = backwardLoss(*Call);
+  if (!Loss)
+    return;
+  const PrecisionContext &Context = precisionContext(Ctx);
+  std::string Spelled = isa<CXXMemberCallExpr>(Call) ? "Tensor::backward" : "torch::autograd::backward";
+
+  PrecisionReason AtBackward = Context.at(*Call);
+  if (isAutocast(AtBackward.Value)) {
+    Subject About{Call, nullptr, "precision-loss", "warning", kb::toString(AtBackward.Value)};
+    report(Ctx, About, Call->getExprLoc(),
+           Spelled + "() runs while " + kb::toString(AtBackward.Value) +
+               " is still enabled: PyTorch recommends leaving autocast before backward, whose "
+               "ops already run in the dtype autocast chose for their forward ops",
+           "call at::autocast::set_enabled(false) and at::autocast::clear_cache() after the "
+           "loss is computed and before backward()",
+           AtBackward);
+  }
+
+  if (isScaledBackward(*Call, *Loss, Ctx))
+    return;
+  // A loss handed in by the caller may have been scaled there: not provable here.
+  const Expr *LossExpr = ignoreConversions(*Loss);
+  const Stmt *Origin = LossExpr;
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(LossExpr)) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (!Var || isa<ParmVarDecl>(Var) || !Var->isLocalVarDecl())
+      return;
+    if (Var->getInit())
+      Origin = Var->getInit();
+  }
+  PrecisionReason Producer = Context.at(*Origin);
+  if (!isFp16(Producer.Value)) {
+    if (Producer.Value != kb::Precision::FP32)
+      return; // bf16 has fp32's range: no scaling needed
+    // The loss may be fp32 while the forward before it ran in fp16 (autocast left
+    // before the loss): its gradients flow back through fp16 activations.
+    const FunctionDecl *F = Context.enclosingFunction(*Call);
+    if (!F || !F->getBody())
+      return;
+    const SourceManager &SM = Ctx.getSourceManager();
+    unsigned Before = orderOf(*Call, SM);
+    bool SawBf16 = false;
+    std::optional<PrecisionReason> Fp16;
+    visitDescendants(F->getBody(), [&](const Stmt *S) {
+      if (isa<CallExpr>(S) && orderOf(*S, SM) < Before) {
+        PrecisionReason R = Context.at(*S);
+        if (isFp16(R.Value) && !Fp16)
+          Fp16 = R;
+        SawBf16 |= R.Value == kb::Precision::BF16 || R.Value == kb::Precision::AutocastBF16;
+      }
+      return true;
+    });
+    if (!Fp16 || SawBf16)
+      return;
+    Producer = *Fp16;
+  }
+  Subject About{Call, nullptr, "underflow", "warning", "fp16"};
+  report(Ctx, About, Call->getExprLoc(),
+         Spelled + "() on a loss whose forward ran in " + kb::toString(Producer.Value) +
+             " with no loss scaling: gradients below 5.96e-8 (fp16's smallest subnormal) "
+             "flush to 0 and those below 6.1e-5 lose precision, so small updates vanish",
+         "scale the loss and unscale before the step: mpnanny::GradScaler "
+         "scaler; scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update(); "
+         "or train in bf16, which needs no loss scaling",
+         Producer);
+}
+
+} // namespace clang::tidy::mpnanny

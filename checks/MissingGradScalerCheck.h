@@ -1,0 +1,23 @@
+//===--- MissingGradScalerCheck.h - mpnanny ----------------------*- C++ -*-===//
+#ifndef MPNANNY_CHECKS_MISSINGGRADSCALERCHECK_H
+#define MPNANNY_CHECKS_MISSINGGRADSCALERCHECK_H
+
+#include "MpnannyCheck.h"
+
+namespace clang::tidy::mpnanny {
+
+/// Flags backward() on a loss computed in fp16 (a half model or fp16 autocast)
+/// with no loss scaling on its way there, and backward() called while autocast is
+/// still enabled. bf16 needs no scaling and is not flagged.
+///
+/// For the user-facing documentation see: knowledge/mpnanny-missing-grad-scaler.md
+class MissingGradScalerCheck : public MpnannyCheck {
+public:
+  using MpnannyCheck::MpnannyCheck;
+  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+};
+
+} // namespace clang::tidy::mpnanny
+
+#endif

@@ -1,0 +1,780 @@
+//===--- TrainingStep.cpp - mpnanny ----------------------------------------===//
+#include "TrainingStep.h"
+
+#include "TorchCalls.h"
+#include "clang/AST/DeclCXX.h"
+#include "clang/AST/DeclTemplate.h"
+#include "clang/AST/ParentMapContext.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/Basic/SourceManager.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace clang::tidy::mpnanny {
+
+unsigned orderOf(const Stmt &S, const SourceManager &SM) {
+  return SM.getFileOffset(SM.getExpansionLoc(S.getBeginLoc()));
+}
+
+void forEachStatement(const FunctionDecl &F, const std::function<void(const Stmt &)> &Fn) {
+  visitDescendants(F.getBody(), [&](const Stmt *S) {
+    Fn(*S);
+    return true;
+  });
+}
+
+static std::string lowered(llvm::StringRef S) { return S.lower(); }
+
+static bool saysScale(llvm::StringRef Name) {
+  std::string L = lowered(Name);
+  return L.find("scale") != std::string::npos && L.find("unscale") == std::string::npos;
+}
+
+/// Strips what the compiler adds around an expression, but not the constructions
+/// the user wrote (unlike ignoreConversions, which sees through one-argument ones).
+static const Expr *stripImplicit(const Expr *E) {
+  while (E) {
+    const Expr *Before = E;
+    E = E->IgnoreImplicit()->IgnoreParens();
+    if (const auto *FC = dyn_cast<CXXFunctionalCastExpr>(E))
+      E = FC->getSubExpr();
+    if (E == Before)
+      break;
+  }
+  return E;
+}
+
+/// The declaration an expression names: a variable, a member, or a called function.
+static const NamedDecl *namedBy(const Expr *E) {
+  E = ignoreConversions(E);
+  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
+    return Ref->getDecl();
+  if (const auto *Member = dyn_cast_or_null<MemberExpr>(E))
+    return Member->getMemberDecl();
+  if (const auto *Call = dyn_cast_or_null<CallExpr>(E))
+    return Call->getDirectCallee();
+  return nullptr;
+}
+
+static bool mentionsScaleName(const Stmt *S) {
+  bool Found = false;
+  visitDescendants(S, [&](const Stmt *X) {
+    if (const auto *E = dyn_cast<Expr>(X))
+      if (const NamedDecl *D = namedBy(E); D && D->getIdentifier() && saysScale(D->getName()))
+        Found = true;
+    return !Found;
+  });
+  return Found;
+}
+
+static bool inSystemHeader(const Decl &D) {
+  return D.getASTContext().getSourceManager().isInSystemHeader(D.getLocation());
+}
+
+/// The variable at the root of `p`, `p.data()`, `kv.value()`, `*opt`, `model->x`.
+static const VarDecl *rootVariable(const Expr *E) {
+  for (int Depth = 0; E && Depth < 16; ++Depth) {
+    E = ignoreConversions(E);
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(E))
+      return dyn_cast<VarDecl>(Ref->getDecl());
+    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(E))
+      E = Member->getImplicitObjectArgument();
+    else if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E);
+             Op && (Op->getOperator() == OO_Arrow || Op->getOperator() == OO_Star) &&
+             Op->getNumArgs() == 1)
+      E = Op->getArg(0);
+    else if (const auto *U = dyn_cast<UnaryOperator>(E); U && U->getOpcode() == UO_Deref)
+      E = U->getSubExpr();
+    else if (const auto *M = dyn_cast<MemberExpr>(E))
+      E = M->getBase();
+    else
+      return nullptr;
+  }
+  return nullptr;
+}
+
+static const FunctionDecl *enclosingFunctionOf(const Stmt &S, ASTContext &Ctx) {
+  DynTypedNodeList Parents = Ctx.getParents(S);
+  for (int Depth = 0; Depth < 256 && !Parents.empty(); ++Depth) {
+    const DynTypedNode &P = Parents[0];
+    if (const auto *FD = P.get<FunctionDecl>()) {
+      const auto *M = dyn_cast<CXXMethodDecl>(FD);
+      if (!M || !M->getParent()->isLambda())
+        return FD;
+    }
+    Parents = Ctx.getParents(P);
+  }
+  return nullptr;
+}
+
+static const CXXRecordDecl *objectRecord(const CXXMemberCallExpr &Call) {
+  const Expr *Obj = Call.getImplicitObjectArgument();
+  if (!Obj)
+    return nullptr;
+  QualType T = Obj->IgnoreParenImpCasts()->getType();
+  if (T->isPointerType())
+    T = T->getPointeeType();
+  return T->getAsCXXRecordDecl();
+}
+
+bool isScalerRecord(const CXXRecordDecl *RD) {
+  return RD && RD->getIdentifier() && lowered(RD->getName()).find("scaler") != std::string::npos;
+}
+
+bool isMpnannyGradScaler(const CXXRecordDecl *RD) {
+  return RD && RD->getQualifiedNameAsString() == "mpnanny::GradScaler";
+}
+
+std::optional<std::string> scalerMethod(const CallExpr &Call) {
+  const auto *Member = dyn_cast<CXXMemberCallExpr>(&Call);
+  if (!Member || !Member->getMethodDecl() || !Member->getMethodDecl()->getIdentifier())
+    return std::nullopt;
+  llvm::StringRef N = Member->getMethodDecl()->getName();
+  if (N != "scale" && N != "unscale_" && N != "step" && N != "update")
+    return std::nullopt;
+  if (!isScalerRecord(objectRecord(*Member)) && !isScalerRecord(Member->getMethodDecl()->getParent()))
+    return std::nullopt;
+  return N.str();
+}
+
+bool isOptimizerRecord(const CXXRecordDecl *RD) {
+  if (!RD)
+    return false;
+  if (RD->getQualifiedNameAsString() == "torch::optim::Optimizer")
+    return true;
+  if (!RD->hasDefinition())
+    return false;
+  for (const auto &Base : RD->getDefinition()->bases())
+    if (isOptimizerRecord(Base.getType()->getAsCXXRecordDecl()))
+      return true;
+  return false;
+}
+
+std::optional<const Expr *> backwardLoss(const CallExpr &Call) {
+  const FunctionDecl *Callee = Call.getDirectCallee();
+  if (!Callee || !Callee->getIdentifier() || Callee->getName() != "backward")
+    return std::nullopt;
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(&Call)) {
+    const Expr *Self = Member->getImplicitObjectArgument();
+    if (Self && isTensorType(Self->getType()))
+      return Self;
+    return std::nullopt;
+  }
+  if (Callee->getQualifiedNameAsString() != "torch::autograd::backward" || Call.getNumArgs() == 0)
+    return std::nullopt;
+  const Expr *Loss = nullptr;
+  visitDescendants(Call.getArg(0), [&](const Stmt *S) {
+    if (Loss)
+      return false;
+    if (const auto *E = dyn_cast<Expr>(S); E && isTensorType(E->getType())) {
+      Loss = ignoreConversions(E);
+      return false;
+    }
+    return true;
+  });
+  if (!Loss)
+    return std::nullopt;
+  return Loss;
+}
+
+bool isClipGradCall(const CallExpr &Call) {
+  const FunctionDecl *Callee = Call.getDirectCallee();
+  if (!Callee || !Callee->getIdentifier())
+    return false;
+  llvm::StringRef N = Callee->getName();
+  return (N == "clip_grad_norm_" || N == "clip_grad_value_") &&
+         llvm::StringRef(Callee->getQualifiedNameAsString()).startswith("torch::nn::utils::");
+}
+
+bool isOptimizerStep(const CallExpr &Call) {
+  const auto *Member = dyn_cast<CXXMemberCallExpr>(&Call);
+  if (!Member || !Member->getMethodDecl() || !Member->getMethodDecl()->getIdentifier() ||
+      Member->getMethodDecl()->getName() != "step")
+    return false;
+  if (isOptimizerRecord(objectRecord(*Member)))
+    return true;
+  return scalerMethod(Call) && Call.getNumArgs() >= 1;
+}
+
+bool isAutocastCacheClear(const CallExpr &Call) {
+  const FunctionDecl *Callee = Call.getDirectCallee();
+  return Callee && Callee->getQualifiedNameAsString() == "at::autocast::clear_cache";
+}
+
+static bool mentionsGrad(const Stmt *S) {
+  bool Found = false;
+  visitDescendants(S, [&](const Stmt *X) {
+    if (const auto *Call = dyn_cast<CallExpr>(X))
+      if (const FunctionDecl *Callee = Call->getDirectCallee(); Callee && Callee->getIdentifier())
+        if (Callee->getName() == "grad" || Callee->getName() == "mutable_grad")
+          Found = true;
+    return !Found;
+  });
+  return Found;
+}
+
+static bool callsNamed(const Stmt *S, llvm::StringRef Name) {
+  bool Found = false;
+  visitDescendants(S, [&](const Stmt *X) {
+    if (const auto *Call = dyn_cast<CallExpr>(X))
+      if (const FunctionDecl *Callee = Call->getDirectCallee();
+          Callee && Callee->getIdentifier() && Callee->getName() == Name)
+        Found = true;
+    return !Found;
+  });
+  return Found;
+}
+
+/// A parameter: the loop variable over `model->parameters()`, or a variable whose
+/// name says so (`param`, `weight`).
+static bool isParameterVariable(const VarDecl *V, ASTContext &Ctx) {
+  if (!V || !V->getIdentifier())
+    return false;
+  std::string Name = lowered(V->getName());
+  if (Name.find("param") != std::string::npos || Name.find("weight") != std::string::npos)
+    return true;
+  for (const DynTypedNode &P : Ctx.getParents(*V))
+    if (const auto *DS = P.get<DeclStmt>())
+      for (const DynTypedNode &Q : Ctx.getParents(*DS))
+        if (const auto *For = Q.get<CXXForRangeStmt>(); For && For->getLoopVariable() == V) {
+          const Expr *Range = For->getRangeInit();
+          if (callsNamed(Range, "parameters") || callsNamed(Range, "named_parameters"))
+            return true;
+          if (const VarDecl *R = rootVariable(Range);
+              R && R->getIdentifier() && lowered(R->getName()).find("param") != std::string::npos)
+            return true;
+        }
+  return false;
+}
+
+static bool underNoGradGuard(const Stmt &S, ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  unsigned At = orderOf(S, SM);
+  DynTypedNodeList Parents = Ctx.getParents(S);
+  for (int Depth = 0; Depth < 256 && !Parents.empty(); ++Depth) {
+    const DynTypedNode &P = Parents[0];
+    if (P.get<FunctionDecl>())
+      return false;
+    if (const auto *CS = P.get<CompoundStmt>())
+      for (const Stmt *Child : CS->body())
+        if (const auto *DS = dyn_cast<DeclStmt>(Child); DS && orderOf(*DS, SM) < At)
+          for (const Decl *D : DS->decls())
+            if (const auto *V = dyn_cast<VarDecl>(D))
+              if (const auto *RD = V->getType()->getAsCXXRecordDecl(); RD && RD->getIdentifier())
+                if (RD->getName() == "NoGradGuard" || RD->getName() == "InferenceMode" ||
+                    RD->getName() == "AutoGradMode")
+                  return true;
+    Parents = Ctx.getParents(P);
+  }
+  return false;
+}
+
+bool isInPlaceWeightUpdate(const CallExpr &Call, ASTContext &Ctx) {
+  auto TC = classifyTorchCall(Call);
+  if (!TC || TC->Kind != Spelling::Method || !TC->Self)
+    return false;
+  static const char *const Updates[] = {"add_",     "sub_",     "mul_",  "div_",
+                                        "copy_",    "addcdiv_", "addcmul_", "lerp_"};
+  if (std::find(std::begin(Updates), std::end(Updates), TC->Name) == std::end(Updates))
+    return false;
+  if (mentionsGrad(TC->Self) || !isParameterVariable(rootVariable(TC->Self), Ctx))
+    return false;
+  return callsNamed(TC->Self, "data") || underNoGradGuard(Call, Ctx);
+}
+
+bool isScaleFactor(const Expr *E, ASTContext &Ctx) {
+  E = ignoreConversions(E);
+  if (!E)
+    return false;
+  if (auto V = evaluateNumber(E, Ctx))
+    return *V > 1;
+  if (mentionsScaleName(E))
+    return true;
+  if (isTensorType(E->getType()))
+    return false;
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E))
+    if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()); Var && Var->getInit())
+      if (auto V = evaluateNumber(Var->getInit(), Ctx))
+        return *V > 1;
+  // A scalar of unknown value may well be the scale.
+  return true;
+}
+
+static bool scaledExpr(const Expr *E, unsigned Before, ASTContext &Ctx, int Depth);
+
+/// Rescaling of a local between its definition and `Before`: `loss *= scale`,
+/// `loss = loss * scale`, `loss.mul_(scale)`.
+static bool rescaledBefore(const VarDecl &V, unsigned Before, ASTContext &Ctx, int Depth) {
+  const FunctionDecl *F = nullptr;
+  for (const DynTypedNode &P : Ctx.getParents(V))
+    if (const auto *DS = P.get<DeclStmt>())
+      F = enclosingFunctionOf(*DS, Ctx);
+  if (!F || !F->getBody())
+    return false;
+  const SourceManager &SM = Ctx.getSourceManager();
+  bool Found = false;
+  auto RefersToV = [&](const Expr *X) {
+    const auto *Ref = dyn_cast_or_null<DeclRefExpr>(ignoreConversions(X));
+    return Ref && Ref->getDecl() == &V;
+  };
+  forEachStatement(*F, [&](const Stmt &S) {
+    if (Found || orderOf(S, SM) >= Before)
+      return;
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(&S); Op && Op->getNumArgs() == 2 &&
+                                                            RefersToV(Op->getArg(0))) {
+      if (Op->getOperator() == OO_StarEqual && isScaleFactor(Op->getArg(1), Ctx))
+        Found = true;
+      else if (Op->getOperator() == OO_Equal && scaledExpr(Op->getArg(1), Before, Ctx, Depth + 1))
+        Found = true;
+    } else if (const auto *Call = dyn_cast<CallExpr>(&S)) {
+      if (auto TC = classifyTorchCall(*Call);
+          TC && TC->Kind == Spelling::Method && TC->Name == "mul_" && RefersToV(TC->Self) &&
+          !TC->Args.empty() && isScaleFactor(TC->Args[0], Ctx))
+        Found = true;
+    }
+  });
+  return Found;
+}
+
+static bool scaledExpr(const Expr *E, unsigned Before, ASTContext &Ctx, int Depth) {
+  if (!E || Depth > 8)
+    return false;
+  E = ignoreConversions(E);
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
+    if (Op->getNumArgs() != 2)
+      return false;
+    if (Op->getOperator() == OO_Star) {
+      for (unsigned I = 0; I < 2; ++I) {
+        const Expr *Other = Op->getArg(1 - I);
+        if (isTensorType(Other->getType()) && isScaleFactor(Op->getArg(I), Ctx) &&
+            !isTensorType(ignoreConversions(Op->getArg(I))->getType()))
+          return true;
+        if (isTensorType(Op->getArg(I)->getType()) && mentionsScaleName(Op->getArg(I)))
+          return true;
+        if (scaledExpr(Op->getArg(I), Before, Ctx, Depth + 1))
+          return true;
+      }
+      return false;
+    }
+    if (Op->getOperator() == OO_Slash)
+      return scaledExpr(Op->getArg(0), Before, Ctx, Depth + 1);
+    return false;
+  }
+  if (const auto *Call = dyn_cast<CallExpr>(E)) {
+    const FunctionDecl *Callee = Call->getDirectCallee();
+    if (Callee && Callee->getIdentifier() && saysScale(Callee->getName()))
+      return true; // scaler.scale(loss), scale_loss(loss)
+    if (auto TC = classifyTorchCall(*Call); TC && TC->Kind == Spelling::Method && TC->Self) {
+      if ((TC->Name == "mul" || TC->Name == "mul_") && !TC->Args.empty() &&
+          isScaleFactor(TC->Args[0], Ctx))
+        return true;
+      return scaledExpr(TC->Self, Before, Ctx, Depth + 1);
+    }
+    return false;
+  }
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (!Var)
+      return false;
+    if (Var->getIdentifier() && saysScale(Var->getName()))
+      return true; // scaled_loss
+    if (!Var->isLocalVarDecl())
+      return false;
+    if (Var->getInit() && scaledExpr(Var->getInit(), Before, Ctx, Depth + 1))
+      return true;
+    return rescaledBefore(*Var, Before, Ctx, Depth);
+  }
+  return false;
+}
+
+bool isScaledBackward(const CallExpr &Backward, const Expr *Loss, ASTContext &Ctx) {
+  unsigned Before = orderOf(Backward, Ctx.getSourceManager());
+  if (scaledExpr(Loss, Before, Ctx, 0))
+    return true;
+  // An explicit gradient seed carries the scale: loss.backward(torch::full({}, scale)).
+  unsigned First = isa<CXXMemberCallExpr>(Backward) ? 0 : 1;
+  for (unsigned I = First; I < Backward.getNumArgs(); ++I) {
+    const Expr *Arg = Backward.getArg(I);
+    if (isa<CXXDefaultArgExpr>(Arg))
+      continue;
+    if (mentionsScaleName(Arg))
+      return true;
+    bool Big = false;
+    visitDescendants(Arg, [&](const Stmt *S) {
+      if (const auto *X = dyn_cast<Expr>(S); X && (isa<FloatingLiteral>(X) || isa<IntegerLiteral>(X)))
+        if (auto V = evaluateNumber(X, Ctx); V && *V > 1)
+          Big = true;
+      return !Big;
+    });
+    if (Big)
+      return true;
+  }
+  return false;
+}
+
+static bool unscalesImpl(const Stmt &S, ASTContext &Ctx, int Depth,
+                         llvm::SmallPtrSetImpl<const FunctionDecl *> &Seen) {
+  bool Found = false;
+  visitDescendants(&S, [&](const Stmt *X) {
+    if (Found)
+      return false;
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(X); Op && Op->getNumArgs() == 2 &&
+                                                          mentionsGrad(Op->getArg(0))) {
+      const Expr *Rhs = Op->getArg(1);
+      if (Op->getOperator() == OO_SlashEqual ||
+          (Op->getOperator() == OO_StarEqual && mentionsScaleName(Rhs)))
+        Found = true;
+      else if (Op->getOperator() == OO_Equal) {
+        bool Divides = mentionsScaleName(Rhs);
+        visitDescendants(Rhs, [&](const Stmt *Y) {
+          if (const auto *D = dyn_cast<CXXOperatorCallExpr>(Y); D && D->getOperator() == OO_Slash)
+            Divides = true;
+          return !Divides;
+        });
+        Found = Divides;
+      }
+      if (Found)
+        return false;
+    }
+    const auto *Call = dyn_cast<CallExpr>(X);
+    if (!Call)
+      return true;
+    if (scalerMethod(*Call) == std::optional<std::string>("unscale_"))
+      return !(Found = true);
+    const FunctionDecl *Callee = Call->getDirectCallee();
+    if (!Callee)
+      return true;
+    if (Callee->getIdentifier()) {
+      std::string N = lowered(Callee->getName());
+      if (N.find("unscale") != std::string::npos || N == "_foreach_div_")
+        return !(Found = true);
+      if (N == "_foreach_mul_" && mentionsScaleName(Call))
+        return !(Found = true);
+    }
+    if (auto TC = classifyTorchCall(*Call);
+        TC && TC->Kind == Spelling::Method && TC->Self && mentionsGrad(TC->Self)) {
+      if (TC->Name == "div_")
+        return !(Found = true);
+      if ((TC->Name == "mul_" || TC->Name == "copy_") && mentionsScaleName(Call))
+        return !(Found = true);
+      if (TC->Name == "mul_" && !TC->Args.empty())
+        if (auto V = evaluateNumber(TC->Args[0], Ctx); V && *V > 0 && *V < 1)
+          return !(Found = true);
+    }
+    // A user helper that unscales: `unscale_gradients(model, scale)` by another name.
+    if (Depth < 3 && !inSystemHeader(*Callee))
+      if (const FunctionDecl *Def = Callee->getDefinition(); Def && Def->getBody() &&
+                                                             Seen.insert(Def).second)
+        if (unscalesImpl(*Def->getBody(), Ctx, Depth + 1, Seen))
+          return !(Found = true);
+    return true;
+  });
+  return Found;
+}
+
+bool unscalesGradients(const Stmt &S, ASTContext &Ctx) {
+  llvm::SmallPtrSet<const FunctionDecl *, 8> Seen;
+  return unscalesImpl(S, Ctx, 0, Seen);
+}
+
+static bool clearsImpl(const Stmt &S, int Depth, llvm::SmallPtrSetImpl<const FunctionDecl *> &Seen) {
+  bool Found = false;
+  auto Enter = [&](const FunctionDecl *FD) {
+    if (!FD || Depth >= 4 || inSystemHeader(*FD))
+      return;
+    const FunctionDecl *Def = FD->getDefinition();
+    if (Def && Def->getBody() && Seen.insert(Def).second && clearsImpl(*Def->getBody(), Depth + 1, Seen))
+      Found = true;
+  };
+  visitDescendants(&S, [&](const Stmt *X) {
+    if (Found)
+      return false;
+    if (const auto *Call = dyn_cast<CallExpr>(X)) {
+      if (isAutocastCacheClear(*Call))
+        return !(Found = true);
+      Enter(Call->getDirectCallee());
+    }
+    if (const auto *Construct = dyn_cast<CXXConstructExpr>(X))
+      if (const CXXConstructorDecl *Ctor = Construct->getConstructor()) {
+        Enter(Ctor);
+        if (const CXXRecordDecl *RD = Ctor->getParent(); RD && RD->hasDefinition())
+          Enter(RD->getDestructor()); // a guard that clears when its scope ends
+      }
+    return !Found;
+  });
+  return Found;
+}
+
+bool clearsAutocastCache(const Stmt &S) {
+  llvm::SmallPtrSet<const FunctionDecl *, 8> Seen;
+  return clearsImpl(S, 0, Seen);
+}
+
+/// `model->to(torch::kHalf)` conversions of the module variable V in F; the last one wins.
+static std::optional<ParameterFormat> moduleConversionIn(const VarDecl &V, const FunctionDecl &F,
+                                                         ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  std::optional<ParameterFormat> Last;
+  unsigned LastOrder = 0;
+  forEachStatement(F, [&](const Stmt &S) {
+    const auto *Member = dyn_cast<CXXMemberCallExpr>(&S);
+    if (!Member || !Member->getMethodDecl() || !Member->getMethodDecl()->getIdentifier() ||
+        Member->getMethodDecl()->getName() != "to" ||
+        Member->getMethodDecl()->getParent()->getQualifiedNameAsString() != "torch::nn::Module" ||
+        rootVariable(Member->getImplicitObjectArgument()) != &V)
+      return;
+    for (const Expr *Arg : Member->arguments())
+      if (auto D = dtypeNamedIn(Arg)) {
+        if (orderOf(S, SM) >= LastOrder) {
+          LastOrder = orderOf(S, SM);
+          Last = ParameterFormat{*D, SM.getExpansionLoc(Member->getBeginLoc()),
+                                 "the model '" + V.getNameAsString() + "' is converted to " +
+                                     kb::toString(*D) + " here"};
+        }
+        break;
+      }
+  });
+  if (Last && Last->Value == kb::Format::FP32)
+    return std::nullopt;
+  return Last;
+}
+
+static std::optional<ParameterFormat> parameterFormatImpl(const Expr *Params, const FunctionDecl &F,
+                                                          const PrecisionContext &Context,
+                                                          ASTContext &Ctx, int Depth);
+
+/// The format of a list of tensors: half if an element is known half and none fp32.
+static std::optional<ParameterFormat>
+elementsFormat(llvm::ArrayRef<const Expr *> Elements, const FunctionDecl &F,
+               const PrecisionContext &Context, ASTContext &Ctx, int Depth) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  std::optional<ParameterFormat> Half;
+  for (const Expr *E : Elements) {
+    std::optional<kb::Format> Known = Context.knownFormat(E);
+    if (!Known) {
+      // `for (auto &p : model->parameters()) list.push_back(p)`
+      if (const VarDecl *V = rootVariable(E))
+        for (const DynTypedNode &P : Ctx.getParents(*V))
+          if (const auto *DS = P.get<DeclStmt>())
+            for (const DynTypedNode &Q : Ctx.getParents(*DS))
+              if (const auto *For = Q.get<CXXForRangeStmt>(); For && For->getLoopVariable() == V)
+                if (auto R = parameterFormatImpl(For->getRangeInit(), F, Context, Ctx, Depth + 1)) {
+                  Known = R->Value;
+                  if (!Half && Known != kb::Format::FP32)
+                    Half = R;
+                }
+      continue;
+    }
+    if (*Known == kb::Format::FP32)
+      return std::nullopt; // a master copy in fp32
+    if (!Half)
+      Half = ParameterFormat{*Known, SM.getExpansionLoc(E->getBeginLoc()),
+                             std::string("this parameter is ") + kb::toString(*Known)};
+  }
+  return Half;
+}
+
+static void collectElements(const Expr *E, llvm::SmallVectorImpl<const Expr *> &Out) {
+  E = stripImplicit(E);
+  if (!E)
+    return;
+  if (const auto *IL = dyn_cast<InitListExpr>(E)) {
+    for (const Expr *Init : IL->inits())
+      if (isTensorType(Init->getType()))
+        Out.push_back(Init);
+      else
+        collectElements(Init, Out);
+    return;
+  }
+  if (const auto *SIL = dyn_cast<CXXStdInitializerListExpr>(E))
+    return collectElements(SIL->getSubExpr(), Out);
+  if (const auto *CE = dyn_cast<CXXConstructExpr>(E))
+    for (const Expr *Arg : CE->arguments())
+      collectElements(Arg, Out);
+}
+
+static std::optional<ParameterFormat> parameterFormatImpl(const Expr *Params, const FunctionDecl &F,
+                                                          const PrecisionContext &Context,
+                                                          ASTContext &Ctx, int Depth) {
+  if (!Params || Depth > 6)
+    return std::nullopt;
+  const Expr *P = stripImplicit(Params);
+  // A copy of a list: std::vector<Tensor>(model->parameters()), or a local passed by value.
+  if (const auto *CE = dyn_cast<CXXConstructExpr>(P);
+      CE && CE->getNumArgs() >= 1 && !isTensorType(CE->getType()) &&
+      (CE->getNumArgs() == 1 || isa<CXXDefaultArgExpr>(CE->getArg(1))))
+    if (const Expr *Source = stripImplicit(CE->getArg(0));
+        isa<CXXMemberCallExpr>(Source) || isa<DeclRefExpr>(Source))
+      P = Source;
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(P)) {
+    const CXXMethodDecl *M = Member->getMethodDecl();
+    llvm::StringRef N = M && M->getIdentifier() ? M->getName() : "";
+    const Expr *Object = Member->getImplicitObjectArgument();
+    if (N == "values")
+      if (const auto *Inner = dyn_cast_or_null<CXXMemberCallExpr>(ignoreConversions(Object));
+          Inner && Inner->getMethodDecl() && Inner->getMethodDecl()->getIdentifier() &&
+          Inner->getMethodDecl()->getName() == "named_parameters") {
+        N = "parameters";
+        Object = Inner->getImplicitObjectArgument();
+      }
+    if (N == "parameters")
+      if (const VarDecl *Model = rootVariable(Object))
+        return moduleConversionIn(*Model, F, Ctx);
+    return std::nullopt;
+  }
+  llvm::SmallVector<const Expr *, 8> Elements;
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(P)) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (!Var || !Var->isLocalVarDecl())
+      return std::nullopt;
+    if (const Expr *Init = Var->getInit()) {
+      const Expr *I = stripImplicit(Init);
+      if (isa<CXXMemberCallExpr>(I) || isa<DeclRefExpr>(I))
+        if (auto R = parameterFormatImpl(I, F, Context, Ctx, Depth + 1))
+          return R;
+      collectElements(Init, Elements);
+    }
+    forEachStatement(F, [&](const Stmt &S) {
+      const auto *Member = dyn_cast<CXXMemberCallExpr>(&S);
+      if (Member && Member->getMethodDecl() && Member->getMethodDecl()->getIdentifier() &&
+          (Member->getMethodDecl()->getName() == "push_back" ||
+           Member->getMethodDecl()->getName() == "emplace_back") &&
+          Member->getNumArgs() == 1 && rootVariable(Member->getImplicitObjectArgument()) == Var)
+        Elements.push_back(Member->getArg(0));
+    });
+  } else {
+    collectElements(P, Elements);
+  }
+  if (Elements.empty())
+    return std::nullopt;
+  return elementsFormat(Elements, F, Context, Ctx, Depth);
+}
+
+std::optional<ParameterFormat> parameterFormat(const Expr *Params, const FunctionDecl &F,
+                                               const PrecisionContext &Context, ASTContext &Ctx) {
+  auto R = parameterFormatImpl(Params, F, Context, Ctx, 0);
+  if (R && R->Value == kb::Format::FP32)
+    return std::nullopt;
+  return R;
+}
+
+const Expr *constructedOptimizerParameters(const Expr *Construction) {
+  const Expr *E = stripImplicit(Construction);
+  if (!E)
+    return nullptr;
+  if (const auto *New = dyn_cast<CXXNewExpr>(E))
+    E = New->getConstructExpr();
+  if (const auto *CE = dyn_cast_or_null<CXXConstructExpr>(E)) {
+    if (CE->getNumArgs() >= 1 && isOptimizerRecord(CE->getConstructor()->getParent()))
+      return CE->getArg(0);
+    return nullptr;
+  }
+  // std::make_shared<torch::optim::Adam>(params, options)
+  if (const auto *Call = dyn_cast_or_null<CallExpr>(E))
+    if (const FunctionDecl *Callee = Call->getDirectCallee();
+        Callee && Callee->getIdentifier() &&
+        (Callee->getName() == "make_shared" || Callee->getName() == "make_unique") &&
+        Call->getNumArgs() >= 1)
+      if (const TemplateArgumentList *Args = Callee->getTemplateSpecializationArgs();
+          Args && Args->size() >= 1 && Args->get(0).getKind() == TemplateArgument::Type &&
+          isOptimizerRecord(Args->get(0).getAsType()->getAsCXXRecordDecl()))
+        return Call->getArg(0);
+  return nullptr;
+}
+
+const Expr *optimizerParameters(const Expr *Optimizer) {
+  const VarDecl *V = rootVariable(Optimizer);
+  if (!V || !V->isLocalVarDecl() || !V->getInit())
+    return nullptr;
+  return constructedOptimizerParameters(V->getInit());
+}
+
+static bool usesMixedPrecisionImpl(const FunctionDecl &F, const PrecisionContext &Context,
+                                   int Depth) {
+  if (!F.getBody())
+    return false;
+  if (Context.at(*F.getBody()).Value != kb::Precision::FP32)
+    return true;
+  bool Found = false;
+  visitDescendants(F.getBody(), [&](const Stmt *S) {
+    if (Found || !isa<CallExpr>(S))
+      return !Found;
+    if (Context.at(*S).Value != kb::Precision::FP32)
+      return !(Found = true);
+    // A helper that runs the forward under autocast makes its caller a mixed step.
+    if (const FunctionDecl *Callee = cast<CallExpr>(S)->getDirectCallee(); Callee && Depth < 3)
+      if (const FunctionDecl *Def = Callee->getDefinition();
+          Def && Def != &F && !inSystemHeader(*Def) && usesMixedPrecisionImpl(*Def, Context, Depth + 1))
+        Found = true;
+    return !Found;
+  });
+  return Found;
+}
+
+bool usesMixedPrecision(const FunctionDecl &F, const PrecisionContext &Context) {
+  return usesMixedPrecisionImpl(F, Context, 0);
+}
+
+namespace {
+class MixedPrecisionFinder : public RecursiveASTVisitor<MixedPrecisionFinder> {
+public:
+  MixedPrecisionFinder(const PrecisionContext &Context, const SourceManager &SM)
+      : Context(Context), SM(SM) {}
+  bool TraverseDecl(Decl *D) {
+    if (Found)
+      return false;
+    if (D && !isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
+        SM.isInSystemHeader(D->getLocation()))
+      return true;
+    return RecursiveASTVisitor::TraverseDecl(D);
+  }
+  bool VisitFunctionDecl(FunctionDecl *FD) {
+    if (FD->doesThisDeclarationHaveABody() && usesMixedPrecision(*FD, Context))
+      Found = true;
+    return !Found;
+  }
+  bool Found = false;
+
+private:
+  const PrecisionContext &Context;
+  const SourceManager &SM;
+};
+} // namespace
+
+namespace {
+class CacheSwitchFinder : public RecursiveASTVisitor<CacheSwitchFinder> {
+public:
+  explicit CacheSwitchFinder(ASTContext &Ctx) : Ctx(Ctx) {}
+  bool TraverseDecl(Decl *D) {
+    if (D && !isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
+        Ctx.getSourceManager().isInSystemHeader(D->getLocation()))
+      return true;
+    return RecursiveASTVisitor::TraverseDecl(D);
+  }
+  bool VisitCallExpr(CallExpr *C) {
+    if (const FunctionDecl *Callee = C->getDirectCallee();
+        Callee && Callee->getQualifiedNameAsString() == "at::autocast::set_autocast_cache_enabled" &&
+        C->getNumArgs() == 1)
+      if (auto V = evaluateNumber(C->getArg(0), Ctx); V && *V == 0)
+        Found = true;
+    return !Found;
+  }
+  bool Found = false;
+
+private:
+  ASTContext &Ctx;
+};
+} // namespace
+
+bool autocastCacheDisabled(ASTContext &Ctx) {
+  CacheSwitchFinder Finder(Ctx);
+  Finder.TraverseDecl(Ctx.getTranslationUnitDecl());
+  return Finder.Found;
+}
+
+bool translationUnitUsesMixedPrecision(ASTContext &Ctx, const PrecisionContext &Context) {
+  MixedPrecisionFinder Finder(Context, Ctx.getSourceManager());
+  Finder.TraverseDecl(Ctx.getTranslationUnitDecl());
+  return Finder.Found;
+}
+
+} // namespace clang::tidy::mpnanny

@@ -1,0 +1,100 @@
+//===--- TrainingStep.h - mpnanny --------------------------------*- C++ -*-===//
+//
+// What a training step does, in statement order within one function: backward(),
+// loss scaling (a scaler object or a multiplication by a scale), unscaling,
+// gradient clipping, optimizer steps and in-place weight updates, autocast cache
+// clears; and which parameters an optimizer is built over. LibTorch has no
+// GradScaler (pytorch/pytorch#44710), so most of this recognizes the hand-rolled
+// idioms as well as mpnanny::GradScaler. Used by the training-loop checks.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MPNANNY_CHECKS_TRAININGSTEP_H
+#define MPNANNY_CHECKS_TRAININGSTEP_H
+
+#include "PrecisionContext.h"
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/ExprCXX.h"
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace clang::tidy::mpnanny {
+
+/// Statement order: the file offset of the statement's start after macro expansion.
+unsigned orderOf(const Stmt &S, const SourceManager &SM);
+
+/// Calls Fn on every statement of the function's body (lambdas included).
+void forEachStatement(const FunctionDecl &F, const std::function<void(const Stmt &)> &Fn);
+
+/// A loss scaler: mpnanny::GradScaler, or a user class whose name says so
+/// (LossScaler, AmpScaler, DynamicScaler...).
+bool isScalerRecord(const CXXRecordDecl *RD);
+/// mpnanny::GradScaler itself, whose semantics are PyTorch's GradScaler's.
+bool isMpnannyGradScaler(const CXXRecordDecl *RD);
+/// The scaler method a call invokes (scale, unscale_, step, update), if any.
+std::optional<std::string> scalerMethod(const CallExpr &Call);
+
+/// torch::optim::Optimizer and every class derived from it.
+bool isOptimizerRecord(const CXXRecordDecl *RD);
+
+/// The loss of `loss.backward(...)` or `torch::autograd::backward({loss})`.
+std::optional<const Expr *> backwardLoss(const CallExpr &Call);
+/// torch::nn::utils::clip_grad_norm_ / clip_grad_value_.
+bool isClipGradCall(const CallExpr &Call);
+/// `optimizer.step()`, `optimizer->step()`, `scaler.step(optimizer)`.
+bool isOptimizerStep(const CallExpr &Call);
+/// at::autocast::clear_cache().
+bool isAutocastCacheClear(const CallExpr &Call);
+/// An in-place update of a parameter's value outside the optimizer:
+/// `p.data().add_(...)`, or `p.sub_(lr * p.grad())` on a parameter under NoGradGuard.
+bool isInPlaceWeightUpdate(const CallExpr &Call, ASTContext &Ctx);
+
+/// A loss scale factor: a constant above 1, or a value whose name says scale
+/// (`scale`, `loss_scale_`, `scaler.get_scale()`), through local variables.
+/// A scalar of unknown value also counts: better to miss a warning than to
+/// report a scaled loss as unscaled.
+bool isScaleFactor(const Expr *E, ASTContext &Ctx);
+/// Whether the loss reaching a backward() was scaled on its way there: by a
+/// scaler's scale(), by a multiplication with a scale factor, through locals
+/// defined or rescaled (`loss *= scale`) before the backward in the same function,
+/// or by a scaled gradient argument (`loss.backward(scale_tensor)`).
+bool isScaledBackward(const CallExpr &Backward, const Expr *Loss, ASTContext &Ctx);
+
+/// Unscaling of gradients: a scaler's unscale_(), a call whose name says unscale
+/// (at::_amp_foreach_non_finite_check_and_unscale_, unscale_grads(...)), or a
+/// division of gradients (`p.grad().div_(scale)`, `p.mutable_grad() /= scale`,
+/// `p.grad().mul_(inv_scale)`); also a user function that does one of these.
+bool unscalesGradients(const Stmt &S, ASTContext &Ctx);
+
+/// Whether running S clears the autocast cache: at::autocast::clear_cache(), a
+/// user function that calls it, or an object whose destructor calls it (a guard).
+bool clearsAutocastCache(const Stmt &S);
+
+/// Whether user code anywhere in the translation unit switches the autocast cache
+/// off (`at::autocast::set_autocast_cache_enabled(false)`).
+bool autocastCacheDisabled(ASTContext &Ctx);
+
+/// The format of the parameters an optimizer is built over, and why: a model
+/// converted with `->to(torch::kHalf)` in the same function, or a list of tensors
+/// known to be half. std::nullopt when unknown or fp32.
+struct ParameterFormat {
+  kb::Format Value;
+  SourceLocation Where;
+  std::string Why;
+};
+std::optional<ParameterFormat> parameterFormat(const Expr *Params, const FunctionDecl &F,
+                                               const PrecisionContext &Context, ASTContext &Ctx);
+/// The parameters argument of an optimizer's construction that `Optimizer` names
+/// (a local built from `torch::optim::Adam(params, ...)` or std::make_shared<Adam>).
+const Expr *optimizerParameters(const Expr *Optimizer);
+/// The parameters argument of an optimizer construction expression.
+const Expr *constructedOptimizerParameters(const Expr *Construction);
+
+/// Whether any code of the function, or any code of the translation unit, runs in
+/// a precision other than plain fp32 (the checks report nothing in fp32 code).
+bool usesMixedPrecision(const FunctionDecl &F, const PrecisionContext &Context);
+bool translationUnitUsesMixedPrecision(ASTContext &Ctx, const PrecisionContext &Context);
+
+} // namespace clang::tidy::mpnanny
+
+#endif
