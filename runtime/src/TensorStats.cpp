@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <type_traits>
+#include <cstring>
 #include <vector>
 
 namespace mpnanny {
@@ -40,91 +42,171 @@ void TensorStats::merge(const TensorStats& other) {
 
 namespace {
 
-// Elements are widened into a small block first; the arithmetic loop over the block has no
-// data-dependent branches, which lets the compiler vectorize it, and the histogram scatter runs
-// as a second short loop over bucket indices that are already in L1.
-constexpr int64_t kBlock = 512;
+// Elements are widened into a small block first; the loop over the block has no data-dependent
+// branches (float classification is integer compares on the magnitude's bits, see
+// ElementClass.h), so the compiler vectorizes it, and the histogram scatter runs as a second short
+// loop over bucket bytes already in L1, spread over four sub-histograms to break the dependency
+// between equal buckets. target_clones builds an AVX2 copy chosen at load time.
+constexpr int64_t kBlock = 1024;
 
-template <typename Real>
-struct BlockAccumulator {
+struct BlockCounts {
   int64_t nan_count = 0, inf_count = 0, zero_count = 0;
   int64_t fp16_overflow = 0, fp16_subnormal = 0, fp16_flush = 0;
   int64_t bf16_overflow = 0, bf16_subnormal = 0, bf16_flush = 0;
-  Real max_abs = 0;
-  Real min_abs_nonzero = LargestFinite<Real>::value;
-  bool saw_nonzero = false;
   double sum = 0, sum_squares = 0;
-  int64_t histogram[kHistogramBuckets] = {};
-
-  void add_block(const Real* values, int64_t count) {
-    int8_t buckets[kBlock];
-    // Counters local to the block stay in registers and are summed as small integers.
-    int32_t nan = 0, inf = 0, zero = 0, h_over = 0, h_sub = 0, h_flush = 0, b_over = 0, b_sub = 0,
-            b_flush = 0;
-    Real block_max = max_abs, block_min = min_abs_nonzero;
-    double block_sum = 0, block_sq = 0;
-    for (int64_t i = 0; i < count; ++i) {
-      const Real value = values[i];
-      const Real magnitude = value < 0 ? -value : value;
-      const ElementClass cls = classify_magnitude(magnitude);
-      nan += cls.is_nan;
-      inf += cls.is_inf;
-      zero += cls.is_zero;
-      h_over += cls.fp16_overflow;
-      h_sub += cls.fp16_subnormal;
-      h_flush += cls.fp16_flush;
-      b_over += cls.bf16_overflow;
-      b_sub += cls.bf16_subnormal;
-      b_flush += cls.bf16_flush;
-      const bool finite = !cls.is_nan && !cls.is_inf;
-      const Real finite_value = finite ? value : Real(0);
-      const Real finite_magnitude = finite ? magnitude : Real(0);
-      block_max = finite_magnitude > block_max ? finite_magnitude : block_max;
-      const Real nonzero_magnitude = (finite && !cls.is_zero) ? magnitude : LargestFinite<Real>::value;
-      block_min = nonzero_magnitude < block_min ? nonzero_magnitude : block_min;
-      block_sum += static_cast<double>(finite_value);
-      block_sq += static_cast<double>(finite_value) * static_cast<double>(finite_value);
-      buckets[i] = cls.bucket;
-    }
-    for (int64_t i = 0; i < count; ++i) {
-      if (buckets[i] >= 0) ++histogram[buckets[i]];
-    }
-    nan_count += nan;
-    inf_count += inf;
-    zero_count += zero;
-    fp16_overflow += h_over;
-    fp16_subnormal += h_sub;
-    fp16_flush += h_flush;
-    bf16_overflow += b_over;
-    bf16_subnormal += b_sub;
-    bf16_flush += b_flush;
-    max_abs = block_max;
-    // The largest finite value doubles as "none seen"; a real element of exactly that magnitude
-    // is told apart by the finite non-zero count.
-    min_abs_nonzero = block_min;
-    sum += block_sum;
-    sum_squares += block_sq;
-  }
-
-  void store_into(TensorStats& stats, int64_t numel) const {
-    stats.numel = numel;
-    stats.nan_count = nan_count;
-    stats.inf_count = inf_count;
-    stats.zero_count = zero_count;
-    stats.max_abs = static_cast<double>(max_abs);
-    stats.fp16_overflow = fp16_overflow;
-    stats.fp16_subnormal = fp16_subnormal;
-    stats.fp16_flush = fp16_flush;
-    stats.bf16_overflow = bf16_overflow;
-    stats.bf16_subnormal = bf16_subnormal;
-    stats.bf16_flush = bf16_flush;
-    stats.sum = sum;
-    stats.sum_squares = sum_squares;
-    for (int b = 0; b < kHistogramBuckets; ++b) stats.histogram[b] = histogram[b];
-    stats.min_abs_nonzero = stats.finite_nonzero_count() > 0 ? static_cast<double>(min_abs_nonzero)
-                                                             : std::numeric_limits<double>::infinity();
-  }
+  uint32_t max_bits = 0;
+  uint32_t min_nonzero_bits = Fp32Thresholds::kInfinity;
+  double max_abs_double = 0;  // double tensors only
+  double min_abs_nonzero_double = std::numeric_limits<double>::infinity();
+  uint32_t histogram[4][kHistogramBuckets] = {};
+  uint8_t buckets[kBlock];  // scratch: one block's bucket indices
+  int64_t uncounted_in_bucket0 = 0;  // zeros and NaNs the branch-free loop put in bucket 0
 };
+
+// Inlined into a baseline and an AVX2 wrapper; the AVX2 one is picked at run time.
+__attribute__((always_inline)) inline void float_block_loop(const float* values, int64_t count,
+                                                            BlockCounts& counts) {
+  uint8_t* buckets = counts.buckets;
+  int32_t nan = 0, inf = 0, zero = 0, h_over = 0, h_sub = 0, h_flush = 0, b_over = 0, b_sub = 0, b_flush = 0;
+  uint32_t max_bits = counts.max_bits, min_bits = counts.min_nonzero_bits;
+  // The sum of a block (at most kBlock elements) is accumulated in float and added to a double
+  // total per block; squares go straight to double, where 1e38^2 still fits. The reductions are
+  // reassociated across vector lanes (the pragma, honoured with -fopenmp-simd).
+  float sum = 0;
+  double sum_squares = 0;
+#pragma omp simd reduction(+ : nan, inf, zero, h_over, h_sub, h_flush, b_over, b_sub, b_flush, sum, sum_squares) \
+    reduction(max : max_bits) reduction(min : min_bits)
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t raw;
+    std::memcpy(&raw, &values[i], sizeof raw);
+    const uint32_t bits = raw & 0x7fffffffu;
+    const ElementClass cls = classify_magnitude_bits(bits);
+    nan += cls.is_nan;
+    inf += cls.is_inf;
+    zero += cls.is_zero;
+    h_over += cls.fp16_overflow;
+    h_sub += cls.fp16_subnormal;
+    h_flush += cls.fp16_flush;
+    b_over += cls.bf16_overflow;
+    b_sub += cls.bf16_subnormal;
+    b_flush += cls.bf16_flush;
+    const uint32_t finite = bits < Fp32Thresholds::kInfinity;
+    const uint32_t finite_bits = finite ? bits : 0u;
+    max_bits = finite_bits > max_bits ? finite_bits : max_bits;
+    const uint32_t nonzero_bits = (finite & (bits != 0u)) ? bits : Fp32Thresholds::kInfinity;
+    min_bits = nonzero_bits < min_bits ? nonzero_bits : min_bits;
+    // Select in float, then widen: a 32-bit mask selecting 32-bit lanes keeps the loop vectorizable.
+    const float loaded = values[i];  // loaded unconditionally: a conditional load is control flow
+    const float finite_value = finite ? loaded : 0.0f;
+    sum += finite_value;
+    sum_squares += static_cast<double>(finite_value) * finite_value;
+    buckets[i] = static_cast<uint8_t>(cls.bucket);  // -1 becomes 255: skipped below
+  }
+  int64_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    ++counts.histogram[0][buckets[i] < kHistogramBuckets ? buckets[i] : 0] ;
+    ++counts.histogram[1][buckets[i + 1] < kHistogramBuckets ? buckets[i + 1] : 0];
+    ++counts.histogram[2][buckets[i + 2] < kHistogramBuckets ? buckets[i + 2] : 0];
+    ++counts.histogram[3][buckets[i + 3] < kHistogramBuckets ? buckets[i + 3] : 0];
+  }
+  for (; i < count; ++i) ++counts.histogram[0][buckets[i] < kHistogramBuckets ? buckets[i] : 0];
+  // Zeros and NaNs were counted into bucket 0 above to keep the loop branch-free; take them out.
+  counts.uncounted_in_bucket0 += nan + zero;
+  counts.nan_count += nan;
+  counts.inf_count += inf;
+  counts.zero_count += zero;
+  counts.fp16_overflow += h_over;
+  counts.fp16_subnormal += h_sub;
+  counts.fp16_flush += h_flush;
+  counts.bf16_overflow += b_over;
+  counts.bf16_subnormal += b_sub;
+  counts.bf16_flush += b_flush;
+  counts.max_bits = max_bits;
+  counts.min_nonzero_bits = min_bits;
+  counts.sum += sum;
+  counts.sum_squares += sum_squares;
+}
+
+void add_float_block_baseline(const float* values, int64_t count, BlockCounts& counts) {
+  float_block_loop(values, count, counts);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void add_float_block_avx2(const float* values, int64_t count, BlockCounts& counts) {
+  float_block_loop(values, count, counts);
+}
+#endif
+
+using FloatBlockFunction = void (*)(const float*, int64_t, BlockCounts&);
+
+FloatBlockFunction pick_float_block() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2")) return &add_float_block_avx2;
+#endif
+  return &add_float_block_baseline;
+}
+
+const FloatBlockFunction add_float_block = pick_float_block();
+
+void add_double_block(const double* values, int64_t count, BlockCounts& counts) {
+  for (int64_t i = 0; i < count; ++i) {
+    const double value = values[i];
+    const double magnitude = value < 0 ? -value : value;
+    const ElementClass cls = classify_magnitude(magnitude);
+    counts.nan_count += cls.is_nan;
+    counts.inf_count += cls.is_inf;
+    counts.zero_count += cls.is_zero;
+    counts.fp16_overflow += cls.fp16_overflow;
+    counts.fp16_subnormal += cls.fp16_subnormal;
+    counts.fp16_flush += cls.fp16_flush;
+    counts.bf16_overflow += cls.bf16_overflow;
+    counts.bf16_subnormal += cls.bf16_subnormal;
+    counts.bf16_flush += cls.bf16_flush;
+    if (cls.is_nan || cls.is_inf) {
+      if (cls.is_inf) ++counts.histogram[0][kHistogramBuckets - 1];
+      continue;
+    }
+    if (!cls.is_zero) {
+      counts.max_abs_double = std::max(counts.max_abs_double, magnitude);
+      counts.min_abs_nonzero_double = std::min(counts.min_abs_nonzero_double, magnitude);
+      ++counts.histogram[0][cls.bucket];
+    }
+    counts.sum += value;
+    counts.sum_squares += value * value;
+  }
+}
+
+void store(const BlockCounts& counts, bool from_double, int64_t numel, TensorStats& stats) {
+  stats.numel = numel;
+  stats.nan_count = counts.nan_count;
+  stats.inf_count = counts.inf_count;
+  stats.zero_count = counts.zero_count;
+  stats.fp16_overflow = counts.fp16_overflow;
+  stats.fp16_subnormal = counts.fp16_subnormal;
+  stats.fp16_flush = counts.fp16_flush;
+  stats.bf16_overflow = counts.bf16_overflow;
+  stats.bf16_subnormal = counts.bf16_subnormal;
+  stats.bf16_flush = counts.bf16_flush;
+  stats.sum = counts.sum;
+  stats.sum_squares = counts.sum_squares;
+  for (int b = 0; b < kHistogramBuckets; ++b) {
+    stats.histogram[b] = static_cast<int64_t>(counts.histogram[0][b]) + counts.histogram[1][b] +
+                         counts.histogram[2][b] + counts.histogram[3][b];
+  }
+  stats.histogram[0] -= counts.uncounted_in_bucket0;
+  if (from_double) {
+    stats.max_abs = counts.max_abs_double;
+    stats.min_abs_nonzero = counts.min_abs_nonzero_double;
+  } else {
+    float max_value, min_value;
+    std::memcpy(&max_value, &counts.max_bits, sizeof max_value);
+    std::memcpy(&min_value, &counts.min_nonzero_bits, sizeof min_value);
+    stats.max_abs = max_value;
+    stats.min_abs_nonzero = counts.min_nonzero_bits < Fp32Thresholds::kInfinity
+                                ? static_cast<double>(min_value)
+                                : std::numeric_limits<double>::infinity();
+  }
+}
 
 // Half and bfloat16 are widened to float (exact), float stays float, double stays double.
 template <typename Scalar>
@@ -200,7 +282,8 @@ TensorStats stats_of(const at::Tensor& tensor) {
   // parallelize; each task walks its own slice of rows.
   constexpr int64_t kGrain = 1 << 15;
   at::parallel_for(0, total, kGrain, [&](int64_t begin, int64_t end) {
-    BlockAccumulator<Real> accumulator;
+    // uint32 sub-histograms hold a chunk's counts: chunks are far below 2^32 elements.
+    BlockCounts counts;
     Real widened[kBlock];
     int64_t index = begin;
     while (index < end) {
@@ -210,18 +293,28 @@ TensorStats stats_of(const at::Tensor& tensor) {
       const Scalar* row_base = base + layout.row_offset(row);
       for (int64_t col = column; col < column + (row_end - index);) {
         const int64_t count = std::min<int64_t>(kBlock, column + (row_end - index) - col);
-        if (layout.inner_stride == 1) {
-          for (int64_t i = 0; i < count; ++i) widened[i] = static_cast<Real>(row_base[col + i]);
-        } else {
-          for (int64_t i = 0; i < count; ++i) widened[i] = static_cast<Real>(row_base[(col + i) * layout.inner_stride]);
+        const Real* block = widened;
+        if constexpr (std::is_same_v<Scalar, Real>) {
+          if (layout.inner_stride == 1) block = row_base + col;  // contiguous: read in place
         }
-        accumulator.add_block(widened, count);
+        if (block == widened) {
+          if (layout.inner_stride == 1) {
+            for (int64_t i = 0; i < count; ++i) widened[i] = static_cast<Real>(row_base[col + i]);
+          } else {
+            for (int64_t i = 0; i < count; ++i) widened[i] = static_cast<Real>(row_base[(col + i) * layout.inner_stride]);
+          }
+        }
+        if constexpr (std::is_same_v<Real, double>) {
+          add_double_block(block, count, counts);
+        } else {
+          add_float_block(block, count, counts);
+        }
         col += count;
       }
       index = row_end;
     }
     TensorStats partial;
-    accumulator.store_into(partial, end - begin);
+    store(counts, std::is_same_v<Real, double>, end - begin, partial);
     std::lock_guard<std::mutex> lock(merge_mutex);
     result.merge(partial);
   });

@@ -118,6 +118,44 @@ MPNANNY_HD inline ElementClass classify_magnitude(Real magnitude) {
   return result;
 }
 
+/// Bit patterns of the limits as non-negative floats: for non-negative IEEE floats, ordering
+/// of the bit patterns as integers is the ordering of the values, so the whole classification of
+/// a float runs on integer compares, which vectorize on the CPU and match the device exactly.
+struct Fp32Thresholds {
+  static constexpr uint32_t kInfinity = 0x7f800000u;
+  static constexpr uint32_t kFp16Max = 0x477fe000u;          // 65504
+  static constexpr uint32_t kFp16MinNormal = 0x38800000u;    // 2^-14
+  static constexpr uint32_t kFp16FlushAtOrBelow = 0x33000000u;  // 2^-25
+  static constexpr uint32_t kBf16Max = 0x7f7f0000u;          // 3.3895e38
+  static constexpr uint32_t kBf16MinNormal = 0x00800000u;    // 2^-126
+  static constexpr uint32_t kBf16FlushAtOrBelow = 0x00008000u;  // 2^-134, an fp32 subnormal
+};
+
+/// The classification of a float from the bits of its magnitude (sign bit cleared). Same result
+/// as classify_magnitude(float); this is the form kernels use.
+MPNANNY_HD inline ElementClass classify_magnitude_bits(uint32_t bits) {
+  using T = Fp32Thresholds;
+  // Bitwise & on 0/1 values rather than &&: no short-circuit branches, so loops vectorize.
+  const uint32_t finite = bits < T::kInfinity;
+  const uint32_t nonzero = bits != 0u;
+  const uint32_t nan = bits > T::kInfinity;
+  ElementClass result{};
+  result.is_nan = static_cast<uint8_t>(nan);
+  result.is_inf = static_cast<uint8_t>(bits == T::kInfinity);
+  result.is_zero = static_cast<uint8_t>(nonzero ^ 1u);
+  result.fp16_overflow = static_cast<uint8_t>(finite & (bits > T::kFp16Max));
+  result.fp16_subnormal = static_cast<uint8_t>((bits < T::kFp16MinNormal) & (bits > T::kFp16FlushAtOrBelow));
+  result.fp16_flush = static_cast<uint8_t>(nonzero & (bits <= T::kFp16FlushAtOrBelow));
+  result.bf16_overflow = static_cast<uint8_t>(finite & (bits > T::kBf16Max));
+  result.bf16_subnormal = static_cast<uint8_t>((bits < T::kBf16MinNormal) & (bits > T::kBf16FlushAtOrBelow));
+  result.bf16_flush = static_cast<uint8_t>(nonzero & (bits <= T::kBf16FlushAtOrBelow));
+  int bucket = static_cast<int>(bits >> 23) - 127 - kHistogramMinExponent + 1;
+  bucket = bucket < 0 ? 0 : bucket;
+  bucket = bucket > kHistogramBuckets - 1 ? kHistogramBuckets - 1 : bucket;
+  result.bucket = static_cast<int8_t>((nan | (nonzero ^ 1u)) ? -1 : bucket);
+  return result;
+}
+
 /// Unit in the last place of |value| in a format with `mantissa_bits` explicit mantissa bits,
 /// as a power-of-two exponent: ulp = 2^result. Used by the swamping rule.
 MPNANNY_HD inline int ulp_exponent(float magnitude, int mantissa_bits) {
