@@ -2,6 +2,7 @@
 // in fp16 on a GPU and in fp32 on a CPU. It carries the mixed-precision hazards
 // mpnanny is built to find (a -1e9 mask fill, a softmax without an fp32
 // accumulation dtype, an eps of 1e-12) next to code that is safe.
+#include <mpnanny/Nanny.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -81,7 +82,12 @@ int main(int argc, char **argv) {
   padding = padding.to(device);
   labels = labels.to(device);
 
+  // mpnanny watches the run: alerts and statistics go to nanny_logs/metrics.db.
+  mpnanny::Options nanny_options;
+  nanny_options.trace_interval = 10;
+  mpnanny::Nanny nanny(model, nanny_options);
   for (int64_t step = 0; step < steps; ++step) {
+    auto nanny_step = nanny.step(step);
     optimizer.zero_grad();
     auto logits = model->forward(tokens, padding);
     auto loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
@@ -90,5 +96,6 @@ int main(int argc, char **argv) {
     if (step % 10 == 0 || step + 1 == steps)
       std::cout << "step " << step << " loss " << loss.item<float>() << "\n";
   }
+  nanny.close();
   return 0;
 }
