@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "mpnanny/Checker.h"
@@ -54,6 +55,18 @@ TEST(ElementClass, HistogramBucketsAreBinades) {
   EXPECT_EQ(histogram_bucket(1e30f), kHistogramBuckets - 1);
   EXPECT_EQ(histogram_bucket(std::numeric_limits<float>::infinity()), kHistogramBuckets - 1);
   EXPECT_EQ(histogram_bucket_exponent(histogram_bucket(0.75f)), -1);
+}
+
+TEST(ElementClass, BitClassificationAgreesWithTheFloatOne) {
+  // The kernels use classify_magnitude_bits; it must agree with the value-based rules everywhere.
+  for (uint64_t bits = 0; bits <= 0x7fffffffu; bits += 4099) {
+    const auto magnitude_bits = static_cast<uint32_t>(bits);
+    float magnitude;
+    std::memcpy(&magnitude, &magnitude_bits, sizeof magnitude);
+    const ElementClass by_value = classify_magnitude(magnitude);
+    const ElementClass by_bits = classify_magnitude_bits(magnitude_bits);
+    ASSERT_EQ(std::memcmp(&by_value, &by_bits, sizeof by_value), 0) << std::hex << magnitude_bits;
+  }
 }
 
 TEST(Sampler, TracesStepZeroPeriodicallyAndDenselyAfterAnError) {
