@@ -54,6 +54,11 @@ namespace mpnanny {
 // (file, line); no table here uses those names.
 namespace {
 
+// The writer commits at least this often while records are waiting, and at once when this
+// many have piled up.
+constexpr std::chrono::milliseconds kWriterPeriod{200};
+constexpr size_t kWakeBatch = 4096;
+
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs(
@@ -267,6 +272,9 @@ bool MetricsWriter::enqueue(Record record) {
     }
     queue_.push_back(std::move(record));
     ++enqueued_total_;
+    // Waking the writer for every record would cost a context switch and a transaction per
+    // training step; it wakes when a batch has piled up, on its own timer, or on flush/close.
+    if (queue_.size() < kWakeBatch) return true;
   }
   work_ready_.notify_one();
   return true;
@@ -276,6 +284,7 @@ void MetricsWriter::flush() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!thread_.joinable()) return;
   const int64_t target = enqueued_total_;
+  flush_requested_ = true;
   work_ready_.notify_one();
   work_done_.wait(lock, [&] { return handled_total_ >= target || failed_.load(); });
 }
@@ -319,8 +328,14 @@ void MetricsWriter::run_writer_thread() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      work_ready_.wait(lock, [&] { return stopping_ || (!paused_ && !queue_.empty()); });
-      if (queue_.empty() && stopping_) return;
+      work_ready_.wait_for(lock, kWriterPeriod,
+                           [&] { return stopping_ || flush_requested_ || (!paused_ && queue_.size() >= kWakeBatch); });
+      flush_requested_ = false;
+      if (paused_ && !stopping_) continue;
+      if (queue_.empty()) {
+        if (stopping_) return;
+        continue;  // the timer fired with nothing to write
+      }
       batch.swap(queue_);
     }
     const int64_t count = static_cast<int64_t>(batch.size());

@@ -136,6 +136,7 @@ class MetricsWriter {
   std::deque<Record> queue_;
   bool stopping_ = false;
   bool paused_ = false;
+  bool flush_requested_ = false;
   bool closed_ = false;
   int64_t enqueued_total_ = 0;  // guarded by mutex_
   int64_t handled_total_ = 0;   // guarded by mutex_: written or discarded after a failure
