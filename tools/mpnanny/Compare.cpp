@@ -111,7 +111,7 @@ std::string low_format(const std::map<std::string, int64_t>& dtypes, const std::
   }
   if (bf16 > half) return "BF16";
   if (half > 0) return "FP16";
-  return judged == "BF16" ? "BF16" : "FP16";
+  return precision_name(judged) == "BF16" ? "BF16" : "FP16";
 }
 
 json describe(const Database& db, const std::map<std::string, int64_t>& dtypes) {

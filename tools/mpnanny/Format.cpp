@@ -33,6 +33,8 @@ std::string severity_colour(const std::string& s) {
   return "";
 }
 
+std::string short_op(const std::string& op) { return op.rfind("aten::", 0) == 0 ? op.substr(6) : op; }
+
 namespace {
 
 /// Control characters from the database must not move the terminal's cursor or colour.
@@ -65,6 +67,10 @@ std::string cut(const std::string& text, size_t width, bool from_left) {
 
 }  // namespace
 
+std::string fit(const std::string& text, size_t width, bool from_left) {
+  return cut(printable(text), width, from_left);
+}
+
 std::string render_table(const nlohmann::json& rows, const std::vector<Column>& columns, bool colour, size_t width) {
   std::vector<std::vector<std::string>> cells;
   std::vector<size_t> widths;
@@ -81,7 +87,8 @@ std::string render_table(const nlohmann::json& rows, const std::vector<Column>& 
     }
     cells.push_back(std::move(line));
   }
-  // Shrink the widest shrinkable column, one column at a time, until the line fits.
+  // Take one column at a time from the widest shrinkable column, so that long cells share the
+  // cut instead of one column losing everything.
   const auto total = [&] { return std::accumulate(widths.begin(), widths.end(), size_t{0}) + 2 * (widths.size() - 1); };
   while (total() > width) {
     size_t widest = columns.size();
@@ -89,7 +96,7 @@ std::string render_table(const nlohmann::json& rows, const std::vector<Column>& 
       if (columns[c].shrink && widths[c] > 8 && (widest == columns.size() || widths[c] > widths[widest])) widest = c;
     }
     if (widest == columns.size()) break;
-    widths[widest] -= std::min(widths[widest] - 8, total() - width);
+    --widths[widest];
   }
   std::string out;
   const auto emit = [&](const std::vector<std::string>& line, const nlohmann::json* row) {

@@ -36,6 +36,12 @@ std::string render_table(const nlohmann::json& rows, const std::vector<Column>& 
 std::string render_csv(const nlohmann::json& rows, const std::vector<Column>& columns);
 std::string csv_field(const std::string& text);
 
+/// Cuts `text` to `width` columns ("..tail" when from_left, else "head..").
+std::string fit(const std::string& text, size_t width, bool from_left);
+
+/// "aten::softmax" -> "softmax": tables are narrow, and every observed op is an ATen op.
+std::string short_op(const std::string& op);
+
 /// ANSI colours by meaning.
 std::string severity_colour(const std::string& severity_or_verdict);
 constexpr const char* kReset = "\033[0m";

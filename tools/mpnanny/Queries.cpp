@@ -1,6 +1,7 @@
 #include "Queries.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -28,8 +29,14 @@ void add_site(nlohmann::json& row) { row["site"] = site_label(row); }
 
 }  // namespace
 
+std::string precision_name(const std::string& precision) {
+  std::string upper = precision;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return upper;
+}
+
 double precision_max(const std::string& precision) {
-  return precision == "BF16" ? 3.3895313892515355e+38 : 65504.0;
+  return precision_name(precision) == "BF16" ? 3.3895313892515355e+38 : 65504.0;
 }
 
 std::string site_label(const nlohmann::json& row) {
@@ -69,7 +76,7 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
   for (const auto& db : databases) {
     const nlohmann::json& run = db->run();
     const int64_t run_id = db->run_id();
-    const std::string precision = str(run["precision"]);
+    const std::string precision = precision_name(str(run["precision"]));
     nlohmann::json out = {{"rank", db->rank()},
                           {"file", db->path()},
                           {"run_id", run_id},
@@ -118,7 +125,8 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
       // A bare column next to MAX() takes its value from the row holding the maximum (SQLite).
       auto q = db->prepare(
           "SELECT t.phase, t.op, t.name, l.function, l.file, l.line, MAX(COALESCE(t.max_abs, 0)) AS max_abs, "
-          "t.step, SUM(t.nan_count + t.inf_count) AS nonfinite, COUNT(DISTINCT t.step) AS steps_observed "
+          "t.step, SUM(t.nan_count + t.inf_count) AS nonfinite, COUNT(DISTINCT t.step) AS steps_observed, "
+          "t.location_id "
           "FROM tensor_stats t LEFT JOIN locations l ON l.run_id = t.run_id AND l.location_id = t.location_id "
           "WHERE t.run_id = ? GROUP BY t.phase, t.op, t.name, t.location_id");
       q->bind(1, run_id);
@@ -130,6 +138,18 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
         const bool nonfinite = q->integer(8) > 0;
         row["headroom"] = nonfinite ? nlohmann::json(0.0) : max_abs > 0 ? nlohmann::json(limit / max_abs) : nlohmann::json();
         row["nonfinite"] = q->integer(8);
+        // Where NaN/Inf decide the headroom, the step to look at is the first one that had them.
+        // (A separate query: a second min/max aggregate above would unpin the bare `step`.)
+        if (nonfinite) {
+          auto first = db->prepare(
+              "SELECT MIN(step) FROM tensor_stats WHERE run_id = ? AND phase = ? AND op IS ? AND name IS ? AND "
+              "location_id = ? AND nan_count + inf_count > 0");
+          first->bind(1, run_id).bind(2, q->text(0)).bind(5, q->integer(10));
+          if (!q->is_null(1)) first->bind(3, q->text(1));
+          if (!q->is_null(2)) first->bind(4, q->text(2));
+          if (first->step()) row["step"] = first->value(0);
+        }
+        row.erase("location_id");
         add_site(row);
         if (!row["headroom"].is_null()) rows.push_back(row);
       }

@@ -14,6 +14,8 @@
 
 namespace mpnanny::query {
 
+/// "FP16" / "BF16" whatever the case the runtime stored.
+std::string precision_name(const std::string& precision);
 /// Largest finite value of the precision a run was judged against ("FP16" or "BF16").
 double precision_max(const std::string& precision);
 

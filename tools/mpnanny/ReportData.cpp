@@ -238,7 +238,7 @@ nlohmann::json report_data(const Databases& databases, int max_heatmaps) {
   const json verdicts = sites(databases);
   for (const auto& db : databases) {
     const json& run = db->run();
-    const std::string precision = str(run["precision"]);
+    const std::string precision = precision_name(str(run["precision"]));
     json out = {{"rank", db->rank()},
                 {"file", db->path()},
                 {"run_id", db->run_id()},

@@ -51,18 +51,25 @@ int alerts(Args args) {
   std::vector<query::Column> columns = {
       {"rank", "rank", true},
       {"step", "step", true},
-      {"severity", "severity", false, false, false, nullptr, severity},
+      {"sev", "severity", false, false, false,
+       [](const nlohmann::json& row) {
+         const std::string text = query::cell_text(row["severity"]);
+         return text == "WARNING" ? std::string("WARN") : text;
+       },
+       severity},
       {"type", "type", false, false, false, nullptr, severity},
       {"site", "site", false, true, true},
       {"function", "function", false, true},
       {"what", "what", false, true, false,
        [](const nlohmann::json& row) {
          const std::string op = query::cell_text(row["op"]), name = query::cell_text(row["name"]);
-         return query::cell_text(row["phase"]) + " " + (name.empty() ? op : name);
+         return query::cell_text(row["phase"]) + " " + (name.empty() ? query::short_op(op) : name);
        }},
       {"value", "value", true},
       {"threshold", "threshold", true},
   };
+  // One database: its rank is in the summary, and the columns are better spent on the rows.
+  if (databases.size() == 1) columns.erase(columns.begin());
   switch (common.format) {
     case query::Format::Json:
       std::cout << rows.dump(2) << "\n";

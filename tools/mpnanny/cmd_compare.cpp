@@ -53,7 +53,11 @@ int compare(Args args) {
        [](const nlohmann::json& row) {
          return row["departs"].get<bool>() ? query::severity_colour("WARNING") : std::string();
        }},
-      {"what", "what", false, true},
+      {"what", "what", false, true, false,
+       [](const nlohmann::json& row) {
+         const std::string name = query::cell_text(row["name"]);
+         return query::cell_text(row["phase"]) + " " + (name.empty() ? query::short_op(query::cell_text(row["op"])) : name);
+       }},
       {"site", "site", false, true, true},
       {"function", "function", false, true},
       {"steps", "steps", true, false, false,
@@ -80,9 +84,12 @@ int compare(Args args) {
     }
     case query::Format::Table: {
       const nlohmann::json& d = result["departure"];
-      std::cout << "reference " << reference.path() << " (run " << reference.run_id() << ")\n"
-                << "low       " << low.path() << " (run " << low.run_id() << ", " << result["low_format"].get<std::string>()
-                << ")\n"
+      const std::string low_suffix = " (run " + std::to_string(low.run_id()) + ", " +
+                                     result["low_format"].get<std::string>() + ")";
+      const std::string reference_suffix = " (run " + std::to_string(reference.run_id()) + ")";
+      std::cout << "reference " << query::fit(reference.path(), 90 - reference_suffix.size(), true) << reference_suffix
+                << "\n"
+                << "low       " << query::fit(low.path(), 90 - low_suffix.size(), true) << low_suffix << "\n"
                 << "tolerance " << query::cell_text(result["tolerance"]) << " relative (floor "
                 << query::cell_text(result["floor"]) << "); " << query::cell_text(result["matched"])
                 << " tensors matched";
@@ -97,9 +104,10 @@ int compare(Args args) {
         std::string where = query::cell_text(d["site"]);
         if (!query::cell_text(d["function"]).empty()) where += " in " + query::cell_text(d["function"]);
         std::cout << (common.colour ? query::kBold : "") << "departs at step " << query::cell_text(d["step"]) << " at "
-                  << where << " (" << query::cell_text(d["what"]) << "): " << query::cell_text(d["stat"]) << " "
-                  << query::cell_text(d["reference"]) << " vs " << query::cell_text(d["low"]) << ", relative "
-                  << query::cell_text(d["relative"]) << (common.colour ? query::kReset : "") << "\n";
+                  << query::fit(where, 70, false) << (common.colour ? query::kReset : "") << "\n  "
+                  << query::fit(query::cell_text(d["what"]), 40, false) << ": " << query::cell_text(d["stat"]) << " "
+                  << query::cell_text(d["reference"]) << " (fp32) vs " << query::cell_text(d["low"]) << ", relative "
+                  << query::cell_text(d["relative"]) << "\n";
       }
       std::cout << "\n" << query::render_table(rows, columns, common.colour);
       break;

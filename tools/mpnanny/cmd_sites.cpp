@@ -15,18 +15,23 @@ int sites(Args args) {
   for (const auto& entry : result["available"]) any = any || entry["verification"].get<bool>();
   if (!any) std::cerr << "mpnanny: no verification data in this run (train with MPNANNY_VERIFY=1)\n";
   const nlohmann::json& rows = result["verdicts"];
+  // The function and the first step are in --format json/csv (and usually in the evidence).
   const auto verdict = [](const nlohmann::json& row) { return query::severity_colour(row["verdict"]); };
   std::vector<query::Column> columns = {
       {"rank", "rank", true},
       {"verdict", "verdict", false, false, false, nullptr, verdict},
-      {"check", "check_name", false, true},
+      {"check", "check_name", false, true, false,
+       [](const nlohmann::json& row) {
+         const std::string check = query::cell_text(row["check_name"]);
+         return check.rfind("mpnanny-", 0) == 0 ? check.substr(8) : check;
+       }},
       {"site", "site", false, true, true},
-      {"function", "function", false, true},
       {"steps", "steps_observed", true},
       {"headroom", "worst_headroom", true},
-      {"first", "first_step", true},
       {"evidence", "evidence", false, true},
   };
+  // One database: its rank is in the summary, and the columns are better spent on the rows.
+  if (databases.size() == 1) columns.erase(columns.begin());
   switch (common.format) {
     case query::Format::Json:
       std::cout << rows.dump(2) << "\n";

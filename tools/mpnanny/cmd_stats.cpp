@@ -31,21 +31,27 @@ int stats(Args args) {
               << (filter.site || filter.param ? " for this filter" : "")
               << (hint.empty() ? std::string("; no step was traced") : "; traced steps: " + hint) << "\n";
   }
-  const auto number = [](const char* key) {
-    return [key](const nlohmann::json& row) { return query::cell_text(row[key]); };
-  };
+  // min |x| > 0, mean, dtype and shape are in --format json/csv; the table keeps what fits.
   std::vector<query::Column> columns = {
       {"rank", "rank", true},
       {"seq", "seq", true},
-      {"phase", "phase"},
+      {"phase", "phase", false, false, false,
+       [](const nlohmann::json& row) {
+         const std::string phase = query::cell_text(row["phase"]);
+         return phase == "forward" ? std::string("fwd") : phase == "backward" ? std::string("bwd")
+                : phase == "gradient" ? std::string("grad") : phase;
+       }},
       {"what", "what", false, true, false,
        [](const nlohmann::json& row) {
          const std::string name = query::cell_text(row["name"]);
-         return name.empty() ? query::cell_text(row["op"]) : name;
+         return name.empty() ? query::short_op(query::cell_text(row["op"])) : name;
        }},
-      {"site", "site", false, true, true},
-      {"max|x|", "max_abs", true, false, false, number("max_abs")},
-      {"min|x|>0", "min_abs_nonzero", true},
+      {"site", "site", false, true, true,
+       [](const nlohmann::json& row) {
+         // A parameter's site is its name, already in "what".
+         return row["file"].is_null() && row["line"].is_null() ? std::string() : query::cell_text(row["site"]);
+       }},
+      {"max|x|", "max_abs", true},
       {"norm", "norm", true},
       {"nan/inf", "nan_inf", true, false, false,
        [](const nlohmann::json& row) {
@@ -63,6 +69,8 @@ int stats(Args args) {
                 query::cell_text(row["fp16_flush"]);
        }},
   };
+  // One database: its rank is in the summary, and the columns are better spent on the rows.
+  if (databases.size() == 1) columns.erase(columns.begin());
   switch (common.format) {
     case query::Format::Json:
       std::cout << rows.dump(2) << "\n";

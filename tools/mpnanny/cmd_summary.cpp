@@ -21,9 +21,10 @@ void print_table(const json& runs, bool colour) {
   for (const json& run : runs) {
     if (!first_run) std::cout << "\n";
     first_run = false;
-    std::cout << paint(colour, query::kBold, "rank " + cell_text(run["rank"])) << "  " << cell_text(run["file"])
-              << "  run " << cell_text(run["run_id"]) << "  judged against " << cell_text(run["precision"])
-              << "  torch " << cell_text(run["torch_version"]) << "\n";
+    std::cout << paint(colour, query::kBold, "rank " + cell_text(run["rank"])) << "  run " << cell_text(run["run_id"])
+              << "  judged against " << cell_text(run["precision"]) << "  torch " << cell_text(run["torch_version"])
+              << "\n";
+    std::cout << "  file    " << query::fit(cell_text(run["file"]), 90, true) << "\n";
     std::cout << "  started " << cell_text(run["started_at"]) << "  ended "
               << (run["ended_at"].is_null() ? std::string("(still running or killed)") : cell_text(run["ended_at"]))
               << "  world size " << cell_text(run["world_size"]);
@@ -39,26 +40,34 @@ void print_table(const json& runs, bool colour) {
     }
     std::cout << "\n";
     std::cout << "  alerts  " << cell_text(run["alerts_total"]);
+    // Counts wrap under each other rather than past the 100th column.
+    size_t column = 10 + cell_text(run["alerts_total"]).size();
     std::string separator = ": ";
     for (const json& count : run["alert_counts"]) {
-      std::cout << separator
-                << paint(colour, query::severity_colour(count["severity"]),
-                         cell_text(count["severity"]) + " " + cell_text(count["type"]))
-                << " " << cell_text(count["count"]);
+      const std::string plain = cell_text(count["severity"]) + " " + cell_text(count["type"]);
+      const std::string item = plain + " " + cell_text(count["count"]);
+      if (column + separator.size() + item.size() > 98) {
+        std::cout << ",\n          ";
+        column = 10;
+        separator = "";
+      }
+      std::cout << separator << paint(colour, query::severity_colour(count["severity"]), plain) << " "
+                << cell_text(count["count"]);
+      column += separator.size() + item.size();
       separator = ", ";
     }
     std::cout << "\n";
     if (!run["first_error"].is_null()) {
       const json& e = run["first_error"];
       std::string what = cell_text(e["phase"]);
-      if (!cell_text(e["op"]).empty()) what += " " + cell_text(e["op"]);
+      if (!cell_text(e["op"]).empty()) what += " " + query::short_op(cell_text(e["op"]));
       if (!cell_text(e["name"]).empty()) what += " " + cell_text(e["name"]);
       std::cout << "  first ERROR  step " << cell_text(e["step"]) << "  "
                 << paint(colour, query::severity_colour("ERROR"), cell_text(e["type"])) << " at "
                 << cell_text(e["site"]);
-      if (!cell_text(e["function"]).empty()) std::cout << " in " << cell_text(e["function"]);
-      std::cout << " (" << what << ")  value " << cell_text(e["value"]) << ", limit " << cell_text(e["threshold"])
-                << "\n";
+      if (!cell_text(e["function"]).empty()) std::cout << " in " << query::fit(cell_text(e["function"]), 40, false);
+      std::cout << "\n               " << query::fit(what, 50, false) << ": value " << cell_text(e["value"])
+                << ", limit " << cell_text(e["threshold"]) << "\n";
     }
     std::cout << "  loss scale   "
               << (run["loss_scale"].is_null() ? std::string("not recorded") : cell_text(run["loss_scale"]["history"]))
@@ -75,7 +84,7 @@ void print_table(const json& runs, bool colour) {
       };
       json rows = json::array();
       for (json row : run["worst_sites"]) {
-        row["what"] = cell_text(row["op"]).empty() ? row["name"] : row["op"];
+        row["what"] = cell_text(row["op"]).empty() ? row["name"] : json(query::short_op(cell_text(row["op"])));
         rows.push_back(row);
       }
       std::string table = query::render_table(rows, columns, colour, 96);

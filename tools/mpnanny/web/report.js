@@ -10,6 +10,8 @@
   var SEVERITY_COLOUR = { ERROR: '#d62728', WARNING: '#ff9f1a', INFO: '#999999' };
   var PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2',
                  '#7f7f7f', '#bcbd22', '#393b79', '#637939', '#8c6d31', '#843c39', '#7b4173', '#3182bd'];
+  // Steps are integers: no 2.5 on the step axis.
+  var STEP_INCREMENTS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 1e5, 2e5, 5e5, 1e6, 1e7];
   var FP16 = { max: 65504, minNormal: Math.pow(2, -14), minSubnormal: Math.pow(2, -24) };
 
   function el(tag, className, text) {
@@ -84,6 +86,8 @@
       ctx.strokeStyle = colour; ctx.setLineDash([6, 4]); ctx.lineWidth = 1.5 * devicePixelRatio;
       ctx.beginPath(); ctx.moveTo(b.left, y); ctx.lineTo(b.left + b.width, y); ctx.stroke();
       ctx.setLineDash([]);
+      // uPlot leaves the context right-aligned after its axis labels.
+      ctx.textAlign = 'left'; ctx.textBaseline = 'bottom';
       ctx.fillStyle = colour; ctx.font = (11 * devicePixelRatio) + 'px sans-serif';
       ctx.fillText(label, b.left + 4 * devicePixelRatio, y - 3 * devicePixelRatio);
       ctx.restore();
@@ -126,7 +130,8 @@
       width: options.width || chartWidth(),
       height: options.height || 220,
       scales: { x: { time: false }, y: options.log ? { distr: 3 } : {} },
-      axes: [{ label: options.xLabel || 'step' }, { label: options.yLabel || '', size: 70 }],
+      axes: [{ label: options.xLabel || 'step', incrs: STEP_INCREMENTS },
+             { label: options.yLabel || '', size: 70, values: function (u, vals) { return vals.map(function (v) { return v === null ? '' : fmt(v); }); } }],
       series: [{ label: options.xLabel || 'step' }].concat(series.map(function (s, i) {
         var line = { label: s.label, stroke: s.colour || PALETTE[i % PALETTE.length], width: 1.6, spanGaps: true,
                      value: function (u, v) { return v === null ? '-' : fmt(v); } };
@@ -188,7 +193,7 @@
     var opts = {
       width: Math.min(chartWidth(), 540), height: 230,
       scales: { x: { time: false }, y: { auto: false, range: [lo, hi] } },
-      axes: [{ label: 'step' }, { label: 'log2 |x|', size: 56, values: function (u, vals) { return vals.map(function (v) { return '2^' + v; }); } }],
+      axes: [{ label: 'step', incrs: STEP_INCREMENTS }, { label: 'log2 |x|', size: 56, values: function (u, vals) { return vals.map(function (v) { return '2^' + v; }); } }],
       series: [{ label: 'step' }, { label: 'max |x| (log2)', stroke: '#1d2330', width: 1.2, spanGaps: true,
                 value: function (u, v) { return v === null ? '-' : fmt(Math.pow(2, v)); } }],
       legend: { show: false },

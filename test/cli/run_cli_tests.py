@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""CLI tests on the scenario's databases: golden outputs, error exits, escaping, comparison.
+
+Golden files are normalized: paths, timestamps and the LibTorch version are replaced and
+floating-point numbers rounded to 4 significant digits, so they hold on any machine that
+builds the same code. To regenerate after an intended change:
+    MPNANNY_UPDATE_GOLDEN=1 ctest -R cli.golden
+and review the diff.
+"""
+import argparse
+import difflib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+FAILURES = []
+
+
+def check(condition, message):
+    if not condition:
+        FAILURES.append(message)
+        print("FAIL: " + message)
+
+
+def run(args, cli):
+    proc = subprocess.run([cli.mpnanny] + args, capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, NO_COLOR="1"))
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def round_number(match):
+    text = match.group(0)
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return "%.4g" % value
+
+
+def normalize(text, cli):
+    text = text.replace(os.path.realpath(cli.dbs), "<dbs>").replace(cli.dbs, "<dbs>")
+    text = text.replace(os.path.realpath(cli.source_dir), "<src>").replace(cli.source_dir, "<src>")
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", text)
+    text = re.sub(r'("torch_version": )"[^"]*"', r'\1"<torch>"', text)
+    text = re.sub(r"(torch_version,)[^\r\n]*", r"\1<torch>", text)
+    text = re.sub(r"(torch )\d[^\s]*", r"\1<torch>", text)
+    # Reals with a fraction or an exponent: 4 significant digits (the last bits differ by CPU).
+    text = re.sub(r"(?<![\w.])-?\d+\.\d+(?:[eE][+-]?\d+)?|(?<![\w.])-?\d+[eE][+-]?\d+", round_number, text)
+    return text.replace("\r\n", "\n")
+
+
+def golden(cli):
+    run_db = os.path.join(cli.dbs, "run", "metrics.db")
+    ranks = os.path.join(cli.dbs, "ranks")
+    script_db = os.path.join(cli.dbs, "script", "metrics.db")
+    train = os.path.join(cli.dbs, "train")
+    cases = []
+    for fmt in ("table", "json", "csv"):
+        cases += [
+            ("summary." + fmt, ["summary", "--db", run_db, "--format", fmt]),
+            ("alerts." + fmt, ["alerts", "--db", run_db, "--format", fmt]),
+            ("stats-step6." + fmt, ["stats", "--db", run_db, "--step", "6", "--format", fmt]),
+            ("sites." + fmt, ["sites", "--db", run_db, "--format", fmt]),
+            ("compare-train." + fmt, ["compare", os.path.join(train, "fp32", "metrics.db"),
+                                      os.path.join(train, "bf16", "metrics.db"), "--format", fmt]),
+        ]
+    cases += [
+        ("alerts-errors-steps6-7.table", ["alerts", "--db", run_db, "--severity", "error", "--steps", "6:7"]),
+        ("alerts-overflow-forward.table", ["alerts", "--db", run_db, "--type", "OVERFLOW", "--site", "forward"]),
+        ("stats-step6-param-fc1.table", ["stats", "--db", run_db, "--step", "6", "--param", "fc1"]),
+        ("sites-none.table", ["sites", "--db", script_db]),
+        ("summary-ranks.table", ["summary", "--db", ranks]),
+        ("alerts-ranks.table", ["alerts", "--db", ranks]),
+        ("alerts-ranks.csv", ["alerts", "--db", ranks, "--format", "csv"]),
+    ]
+    update = os.environ.get("MPNANNY_UPDATE_GOLDEN") == "1"
+    os.makedirs(cli.golden, exist_ok=True)
+    for name, args in cases:
+        code, out, err = run(args, cli)
+        check(code == 0, "%s: exit %d (%s)" % (name, code, err.strip()))
+        text = normalize(out, cli)
+        if name.endswith(".json"):
+            json.loads(out)  # must parse as it is, before normalization
+        if name.endswith(".table"):
+            for line in out.splitlines():
+                check(len(line) <= 100, "%s: line wider than 100 columns: %r" % (name, line))
+            check("\x1b[" not in out, "%s: colour codes in a pipe" % name)
+        path = os.path.join(cli.golden, name + ".txt")
+        if update or not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write(text)
+            print("wrote " + path)
+            continue
+        with open(path) as f:
+            expected = f.read()
+        if text != expected:
+            diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
+                                                "golden/" + name, "actual", n=2))
+            check(False, "%s differs from its golden file:\n%s" % (name, diff[:4000]))
+    # What the golden files must say, whatever they were regenerated to.
+    _, out, _ = run(["summary", "--db", run_db, "--format", "json"], cli)
+    summary = json.loads(out)[0]
+    check(summary["first_error"] is not None and summary["first_error"]["step"] == 6,
+          "the first ERROR is at step 6 (fc1's weights blown up)")
+    check(summary["first_error"]["type"] == "OVERFLOW", "the first ERROR is an OVERFLOW")
+    check(summary["loss_scale"] is not None and "32768 @4" in summary["loss_scale"]["history"],
+          "loss-scale history shows the backoff at step 4: %r" % summary["loss_scale"])
+    _, out, _ = run(["summary", "--db", ranks, "--format", "json"], cli)
+    check([r["rank"] for r in json.loads(out)] == [0, 1], "a directory gives one summary per rank")
+    _, out, _ = run(["alerts", "--db", ranks, "--format", "json"], cli)
+    check(json.loads(out) and all(a["rank"] == 1 for a in json.loads(out)),
+          "only rank 1 (the infinity) has alerts, and rows say so")
+    _, out, _ = run(["sites", "--db", run_db, "--format", "json"], cli)
+    verdicts = [v["verdict"] for v in json.loads(out)]
+    check(verdicts == ["CONFIRMED", "NOT_OBSERVED", "NOT_REACHED"], "verdicts in severity order: %r" % verdicts)
+    code, out, err = run(["sites", "--db", script_db], cli)
+    check(code == 0 and "no verification data in this run" in out, "sites without the table says so")
+    code, out, err = run(["stats", "--db", run_db, "--step", "6", "--param", "fc1", "--format", "json"], cli)
+    check(code == 0 and {r["name"] for r in json.loads(out)} == {"fc1.weight", "fc1.bias"},
+          "--param fc1 selects fc1.weight and fc1.bias")
+
+
+def errors(cli):
+    work = cli.work
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    run_db = os.path.join(cli.dbs, "run", "metrics.db")
+    text_file = os.path.join(work, "notes.db")
+    with open(text_file, "w") as f:
+        f.write("not a database\n")
+    foreign = os.path.join(work, "foreign.db")
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE t(x)")
+    newer = os.path.join(work, "newer.db")
+    shutil.copy(run_db, newer)
+    with sqlite3.connect(newer) as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    empty_dir = os.path.join(work, "empty")
+    os.makedirs(empty_dir)
+    cases = [
+        (["summary", "--db", os.path.join(work, "missing.db")], 2, "no such file"),
+        (["alerts", "--db", text_file], 2, "not an mpnanny database"),
+        (["stats", "--db", foreign, "--step", "0"], 2, "not an mpnanny database"),
+        (["summary", "--db", newer], 2, "newer mpnanny"),
+        (["sites", "--db", empty_dir], 2, "no metrics*.db"),
+        (["summary", "--db", run_db + "#99"], 2, "has no run 99"),
+        (["summary", "--db", run_db, "--format", "xml"], 2, "--format must be"),
+        (["alerts", "--db", run_db, "--bogus"], 2, "unknown option --bogus"),
+        (["alerts", "--db", run_db, "--steps", "x:y"], 2, "--steps must be"),
+        (["stats", "--db", run_db], 2, "needs --step"),
+        (["stats", "--db", run_db, "--step", "1"], 1, "traced steps: 0 2 4 6"),
+        (["compare", run_db], 2, "needs two databases"),
+        (["report", "--db", run_db], 2, "needs -o"),
+        (["frobnicate"], 2, "unknown command"),
+    ]
+    for args, want_code, want_text in cases:
+        code, out, err = run(args, cli)
+        check(code == want_code, "%s: exit %d, expected %d (%s)" % (" ".join(args[:3]), code, want_code, err.strip()))
+        check(want_text in err, "%s: stderr %r lacks %r" % (" ".join(args[:3]), err.strip(), want_text))
+    # The database string never reaches SQL as text: a site filter full of quotes is just no match.
+    code, out, _ = run(["alerts", "--db", run_db, "--site", "x' OR '1'='1", "--format", "json"], cli)
+    check(code == 0 and json.loads(out) == [], "a quoting site filter matches nothing")
+    # Colour only when asked (or on a terminal).
+    _, out, _ = run(["alerts", "--db", run_db, "--color", "always"], cli)
+    check("\x1b[" in out, "--color always colours the table")
+    # A run may still be open (no ended_at) and readable while the runtime writes: covered by the
+    # runtime's WAL test; here the file is read-only-opened, so reading must not change it.
+    before = os.path.getmtime(run_db)
+    run(["summary", "--db", run_db], cli)
+    check(os.path.getmtime(run_db) == before, "reading does not modify the database")
+
+
+def escaping(cli):
+    work = cli.work + "-escaping"
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    script_db = os.path.join(cli.dbs, "script", "metrics.db")
+    html = os.path.join(work, "script.html")
+    code, out, err = run(["report", "--db", script_db, "-o", html, "--title", "<img src=x onerror=alert(2)>"], cli)
+    check(code == 0, "report on the <script> database: exit %d %s" % (code, err))
+    page = open(html, encoding="utf-8").read()
+    check("<script>alert(1)" not in page, "the layer name appears as markup in the page")
+    check("\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in page, "the layer name is in the data, escaped")
+    check("<img" not in page, "the title is escaped")
+    check(page.count("<script") == 4, "exactly our four <script> elements, found %d" % page.count("<script"))
+    check("http://" not in page.replace("http://www.w3.org", "") and "https://" not in page.split("uPlot license")[0],
+          "no network address before the license")
+    _, out, _ = run(["stats", "--db", script_db, "--step", "0", "--format", "csv"], cli)
+    check('<script>alert(1)</script>.weight' in out, "CSV keeps the name as it is (it is data, not markup)")
+    _, out, _ = run(["summary", "--db", script_db, "--format", "json"], cli)
+    json.loads(out)
+
+
+def compare(cli):
+    train = os.path.join(cli.dbs, "train")
+    code, out, err = run(["compare", os.path.join(train, "fp32", "metrics.db"),
+                          os.path.join(train, "bf16", "metrics.db"), "--format", "json"], cli)
+    check(code == 0, "compare exit %d %s" % (code, err))
+    result = json.loads(out)
+    check(result["low_format"] == "BF16", "the low run is recognized as bf16 from its dtypes")
+    check(result["departure"] is not None, "the bf16 training run departs from the fp32 one")
+    if result["departure"]:
+        check(isinstance(result["departure"]["step"], int), "departure has a step")
+        first = result["rows"][0]
+        check(first["departs"] and first["departure_step"] == result["departure"]["step"],
+              "the first row is where the runs depart")
+        steps = [r["departure_step"] for r in result["rows"] if r["departs"]]
+        check(steps == sorted(steps), "departed rows are in step order")
+    for row in result["rows"]:
+        for v in row["rel_max_abs"] + row["rel_norm"]:
+            check(v is None or v >= 0, "relative differences are non-negative")
+    # A huge tolerance: nothing departs.
+    code, out, _ = run(["compare", os.path.join(train, "fp32", "metrics.db"),
+                        os.path.join(train, "bf16", "metrics.db"), "--tolerance", "1e9"], cli)
+    check(code == 0 and "no departure" in out, "with tolerance 1e9 nothing departs")
+    # The one-pass comparison from mpnanny::compare_precision.
+    info = dict(line.split(" ", 1) for line in open(os.path.join(cli.dbs, "compare-one", "result.txt")).read().splitlines()
+                if " " in line)
+    check(info.get("low_ran") == "1", "compare_precision ran the bf16 pass: %r" % info)
+    check(info.get("mode") == "autocast-cpu", "bf16 on the CPU uses autocast: %r" % info.get("mode"))
+    check(info.get("training_restored") == "1", "compare_precision restores train mode")
+    check(info.get("reference", "").endswith("/fp32/metrics.db#1") and info.get("low", "").endswith("/bf16/metrics.db#1"),
+          "each pass has its own database: %r" % info)
+    html = os.path.join(cli.work + "-compare.html")
+    code, out, err = run(["compare", info.get("reference", ""), info.get("low", ""), "-o", html], cli)
+    check(code == 0 and os.path.exists(html), "compare of the two passes writes HTML: %s" % err)
+    check("tensors matched" in out, "compare prints its table")
+    code, out, _ = run(["compare", info.get("reference", ""), info.get("low", ""), "--format", "json"], cli)
+    result = json.loads(out)
+    check(result["matched"] > 0, "the passes' tensors are matched")
+    kinds = {r["phase"] for r in result["rows"]}
+    check({"forward", "gradient"} <= kinds, "forward outputs and gradients are compared: %r" % kinds)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mpnanny", required=True)
+    parser.add_argument("--dbs", required=True)
+    parser.add_argument("--golden", required=True)
+    parser.add_argument("--source-dir", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("group", choices=["golden", "errors", "escaping", "compare"])
+    cli = parser.parse_args()
+    {"golden": golden, "errors": errors, "escaping": escaping, "compare": compare}[cli.group](cli)
+    if FAILURES:
+        print("%d check(s) failed" % len(FAILURES))
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
