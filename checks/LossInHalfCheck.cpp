@@ -120,7 +120,14 @@ void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
   });
   if (!Reduction || !Arithmetic || BuiltIn)
     return;
-  if (auto Known = PC.knownFormat(E); Known && *Known != kb::Format::FP16)
+  // -(ratio * adv).mean(): a sign does not change the format of what it negates.
+  const Expr *Signed = E;
+  while (const auto *Neg = dyn_cast<CXXOperatorCallExpr>(Signed))
+    if (Neg->getNumArgs() == 1 && (Neg->getOperator() == OO_Minus || Neg->getOperator() == OO_Plus))
+      Signed = ignoreConversions(Neg->getArg(0));
+    else
+      break;
+  if (auto Known = PC.knownFormat(Signed); Known && *Known != kb::Format::FP16)
     return; // upcast on the way (pred.to(torch::kFloat) - target) or explicitly bf16
   std::string Message =
       "hand-written loss " + What.str() +

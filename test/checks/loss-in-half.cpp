@@ -77,3 +77,13 @@ torch::Tensor fp32_only(torch::Tensor p, torch::Tensor y) {
   auto loss = torch::binary_cross_entropy(p, y) + (p - y).pow(2).mean();
   return loss;
 }
+
+// A sign in front of an upcast loss keeps it fp32.
+torch::Tensor signed_losses(torch::Tensor ratio, torch::Tensor adv) {
+  auto r = ratio.to(torch::kHalf);
+  auto policy_loss = -(r * adv).mean();
+// CHECK: :[[@LINE-1]]:8: warning: hand-written loss 'policy_loss' is computed in fp16{{.*}} [mpnanny-loss-in-half]
+  auto rf = r.to(torch::kFloat);
+  auto policy_loss32 = -(rf * adv).mean();
+  return policy_loss + policy_loss32;
+}

@@ -1,0 +1,23 @@
+// Hand-written losses in a model converted to fp16: the squared error, its mean and the
+// scalar the backward pass starts from are all fp16.
+#include <torch/torch.h>
+
+struct AutoencoderImpl : torch::nn::Module {
+  torch::nn::Linear enc{64, 8}, dec{8, 64};
+  torch::Tensor forward(torch::Tensor x) { return dec(enc(x)); }
+  torch::Tensor train_step(torch::Tensor x) {
+    auto recon = forward(x);
+    auto recon_loss = (recon - x).pow(2).mean(); // expect: mpnanny-loss-in-half
+    auto l1_loss = (recon - x).abs().mean() / 64; // expect: mpnanny-loss-in-half
+    auto rf = recon.to(torch::kFloat);
+    auto safe_loss = (rf - x.to(torch::kFloat)).pow(2).mean(); // ok: mpnanny-loss-in-half
+    auto loss_scale = torch::ones({1}); // ok: mpnanny-loss-in-half
+    return recon_loss + l1_loss + safe_loss * loss_scale;
+  }
+};
+TORCH_MODULE(Autoencoder);
+
+void build() {
+  Autoencoder ae;
+  ae->to(torch::kHalf);
+}
