@@ -26,9 +26,12 @@ def check(condition, message):
         print("FAIL: " + message)
 
 
-def run(args, cli):
+def run(args, cli, cwd=None, env=None):
+    environment = dict(os.environ, NO_COLOR="1")
+    environment.pop("MPNANNY_DIR", None)
+    environment.update(env or {})
     proc = subprocess.run([cli.mpnanny] + args, capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, NO_COLOR="1"))
+                          env=environment, cwd=cwd)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -161,6 +164,16 @@ def errors(cli):
         code, out, err = run(args, cli)
         check(code == want_code, "%s: exit %d, expected %d (%s)" % (" ".join(args[:3]), code, want_code, err.strip()))
         check(want_text in err, "%s: stderr %r lacks %r" % (" ".join(args[:3]), err.strip(), want_text))
+    # Without --db: nanny_logs/metrics.db, or the directory when only per-rank files are there.
+    code, _, err = run(["summary"], cli, cwd=work)
+    check(code == 2 and "nanny_logs/metrics.db: no such file" in err, "default --db when nothing is there: %r" % err)
+    os.makedirs(os.path.join(work, "nanny_logs"))
+    for name in ("metrics-rank0.db", "metrics-rank1.db"):
+        shutil.copy(os.path.join(cli.dbs, "ranks", name), os.path.join(work, "nanny_logs", name))
+    code, out, err = run(["summary", "--format", "json"], cli, cwd=work)
+    check(code == 0 and [r["rank"] for r in json.loads(out)] == [0, 1], "default --db finds the rank files: %r" % err)
+    code, out, err = run(["summary", "--format", "json"], cli, cwd=cli.dbs, env={"MPNANNY_DIR": "run"})
+    check(code == 0 and json.loads(out)[0]["file"] == "run/metrics.db", "MPNANNY_DIR is the default too: %r" % err)
     # The database string never reaches SQL as text: a site filter full of quotes is just no match.
     code, out, _ = run(["alerts", "--db", run_db, "--site", "x' OR '1'='1", "--format", "json"], cli)
     check(code == 0 and json.loads(out) == [], "a quoting site filter matches nothing")

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 namespace mpnanny::cli {
 
@@ -74,10 +75,22 @@ std::optional<int64_t> parse_integer(const std::string& text) {
   return value;
 }
 
+std::string default_database() {
+  // Where the runtime writes by default (MPNANNY_DIR overrides it there too); a multi-process
+  // run leaves only metrics-rank<N>.db files, so then the directory is the answer.
+  const char* env = std::getenv("MPNANNY_DIR");
+  const std::filesystem::path dir = env && *env ? env : "nanny_logs";
+  std::error_code error;
+  if (!std::filesystem::exists(dir / "metrics.db", error) && std::filesystem::is_directory(dir, error)) {
+    return dir.string();
+  }
+  return (dir / "metrics.db").string();
+}
+
 Common take_common(Args& args) {
   Common common;
   common.db_specs = args.take_all("--db", /*greedy=*/true);
-  if (common.db_specs.empty()) common.db_specs.push_back("nanny_logs/metrics.db");
+  if (common.db_specs.empty()) common.db_specs.push_back(default_database());
   if (const auto format = args.take("--format")) {
     const auto parsed = query::parse_format(*format);
     if (!parsed) throw UsageError("--format must be table, json or csv, not '" + *format + "'");

@@ -41,7 +41,9 @@ struct Common {
   query::Format format = query::Format::Table;
   bool colour = false;
 };
-/// Takes --db (default nanny_logs/metrics.db), --format, --color auto|always|never.
+/// $MPNANNY_DIR (or nanny_logs)/metrics.db, or that directory when only per-rank files are there.
+std::string default_database();
+/// Takes --db (default: default_database()), --format, --color auto|always|never.
 Common take_common(Args& args);
 std::optional<int64_t> parse_integer(const std::string& text);
 

@@ -21,7 +21,7 @@ int report(Args args) {
   }
   for (const std::string& extra : args.finish()) specs.push_back(extra);  // `report a.db -o r.html` too
   if (!output) throw UsageError("report needs -o FILE.html");
-  if (specs.empty()) specs.push_back("nanny_logs/metrics.db");
+  if (specs.empty()) specs.push_back(default_database());
 
   const auto databases = query::open_databases(specs);
   const nlohmann::json data = query::report_data(databases, max_heatmaps);

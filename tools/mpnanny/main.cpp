@@ -9,7 +9,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: mpnanny <command> [options]
 
-Queries (every one takes --db FILE|DIR ... [default nanny_logs/metrics.db],
+Queries (every one takes --db FILE|DIR ... [default $MPNANNY_DIR or nanny_logs],
 --format table|json|csv, --color auto|always|never; FILE#RUN picks a run):
   summary [--top N]           run metadata, steps, alert counts, first ERROR, worst sites
   alerts  [--severity ERROR|WARNING] [--type T] [--site S] [--steps A:B]
