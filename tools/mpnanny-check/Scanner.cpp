@@ -1,0 +1,253 @@
+//===--- Scanner.cpp - mpnanny-check ---------------------------------------===//
+#include "Scanner.h"
+
+#include "TorchHeaders.h"
+#include "clang-tidy/ClangTidyDiagnosticConsumer.h"
+#include "clang-tidy/ClangTidyOptions.h"
+#include "clang/Tooling/ArgumentsAdjusters.h"
+#include "clang/Tooling/CommonOptionsParser.h" // ArgumentsAdjustingCompilations
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace clang;
+using namespace clang::tidy;
+
+// The checks register themselves from a static initializer in an object file that
+// nothing else references: a static library would leave it out.
+extern volatile int MpnannyModuleAnchorSource;
+[[maybe_unused]] static int MpnannyScannerAnchorDestination = MpnannyModuleAnchorSource;
+
+namespace mpnanny::check {
+
+static ClangTidyOptions overrideOptions(const ScanOptions &O) {
+  ClangTidyOptions Override;
+  // Only when given: otherwise a .clang-tidy file's `Checks` applies.
+  if (O.Checks)
+    Override.Checks = *O.Checks;
+  if (!O.Precision.empty())
+    Override.CheckOptions["Precision"] = ClangTidyOptions::ClangTidyValue(O.Precision, 100);
+  if (!O.RulesDir.empty())
+    Override.CheckOptions["RulesDirectory"] = ClangTidyOptions::ClangTidyValue(O.RulesDir, 100);
+  return Override;
+}
+
+std::unique_ptr<ClangTidyContext> makeContext(const ScanOptions &Options) {
+  ClangTidyGlobalOptions Global;
+  ClangTidyOptions Defaults = ClangTidyOptions::getDefaults();
+  Defaults.Checks = "-*,mpnanny-*";
+  // The project's own headers are its code (a model defined in net.h); system headers,
+  // LibTorch's among them, are not.
+  Defaults.HeaderFilterRegex = ".*";
+  Defaults.SystemHeaders = false;
+  // `.clang-tidy` files above each source are read, as clang-tidy does; the command
+  // line wins over them.
+  auto Provider = std::make_unique<FileOptionsProvider>(
+      Global, Defaults, overrideOptions(Options),
+      Options.ConfigFS ? Options.ConfigFS : llvm::vfs::createPhysicalFileSystem());
+  return std::make_unique<ClangTidyContext>(std::move(Provider));
+}
+
+std::vector<std::string> checkNames(const std::string &Glob) {
+  ClangTidyOptions Enabled = ClangTidyOptions::getDefaults();
+  Enabled.Checks = Glob;
+  return getCheckNames(Enabled, false);
+}
+
+std::vector<std::string> defaultFlags() {
+  std::vector<std::string> Flags = {"-std=c++17", "-xc++"};
+  for (const auto &Dir : findTorchIncludeDirs()) {
+    Flags.push_back("-isystem");
+    Flags.push_back(Dir);
+  }
+  return Flags;
+}
+
+std::unique_ptr<tooling::CompilationDatabase>
+adjusted(std::unique_ptr<tooling::CompilationDatabase> Base,
+         const std::vector<std::string> &ExtraArgs) {
+  auto Adjusted = std::make_unique<tooling::ArgumentsAdjustingCompilations>(std::move(Base));
+  Adjusted->appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+      {"-resource-dir=" MPNANNY_CLANG_RESOURCE_DIR}, tooling::ArgumentInsertPosition::BEGIN));
+  // GCC-only flags in a g++ build's database are noise to clang, not errors.
+  Adjusted->appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+      {"-Wno-unknown-warning-option", "-Wno-unused-command-line-argument"},
+      tooling::ArgumentInsertPosition::END));
+  if (!ExtraArgs.empty())
+    Adjusted->appendArgumentsAdjuster(
+        tooling::getInsertArgumentAdjuster(ExtraArgs, tooling::ArgumentInsertPosition::END));
+  return Adjusted;
+}
+
+namespace {
+/// Commands worked out elsewhere, handed back for any file.
+struct FixedCommands : tooling::CompilationDatabase {
+  std::vector<tooling::CompileCommand> Commands;
+  std::vector<tooling::CompileCommand> getCompileCommands(llvm::StringRef) const override {
+    return Commands;
+  }
+};
+} // namespace
+
+std::vector<tooling::CompileCommand>
+discoveredCommands(const std::string &File, const std::vector<std::string> &ExtraArgs) {
+  std::string Error;
+  if (auto DB = tooling::CompilationDatabase::autoDetectFromSource(File, Error)) {
+    // Commands clang guessed from a neighbour do not count: a scratch file in a build
+    // folder would get some other file's flags.
+    std::vector<tooling::CompileCommand> Listed;
+    for (auto &C : DB->getCompileCommands(File))
+      if (C.Heuristic.empty())
+        Listed.push_back(std::move(C));
+    if (!Listed.empty()) {
+      auto Base = std::make_unique<FixedCommands>();
+      Base->Commands = std::move(Listed);
+      return adjusted(std::move(Base), ExtraArgs)->getCompileCommands(File);
+    }
+  }
+  return adjusted(std::make_unique<tooling::FixedCompilationDatabase>(".", defaultFlags()),
+                  ExtraArgs)
+      ->getCompileCommands(File);
+}
+
+std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
+                                       const std::string &Hint) {
+  std::vector<std::string> Problems;
+  for (const auto &S : Scans) {
+    unsigned Count = 0;
+    std::string First;
+    for (const auto &E : S.Errors)
+      if (E.DiagLevel == tooling::Diagnostic::Error &&
+          llvm::StringRef(E.DiagnosticName).startswith("clang-diagnostic") && Count++ == 0)
+        First = E.Message.Message;
+    if (Count)
+      Problems.push_back(S.File + ": " + std::to_string(Count) +
+                         " compile error(s) (first: " + First +
+                         "); the scan of this file is incomplete. " + Hint);
+  }
+  return Problems;
+}
+
+Location locateIn(const std::string &File, const std::string &Text, unsigned Offset) {
+  Location L{File, 0, 0};
+  if (Offset > Text.size())
+    return L;
+  llvm::StringRef Before = llvm::StringRef(Text).substr(0, Offset);
+  L.Line = static_cast<unsigned>(Before.count('\n')) + 1;
+  size_t LineStart = Before.rfind('\n');
+  L.Column = Offset - (LineStart == llvm::StringRef::npos ? 0 : LineStart + 1) + 1;
+  return L;
+}
+
+/// collectFindings() locates through a process-wide cache of the files on disk, which
+/// knows nothing of sources in memory and goes stale in a server that scans a file
+/// again after it was edited: locate everything again against the text scanned now.
+static void relocate(std::vector<Finding> &Findings, const std::vector<ClangTidyError> &Errors,
+                     const std::map<std::string, std::string> &Overlay,
+                     const FileSystemFactory &BaseFS) {
+  std::map<std::string, std::optional<std::string>> Texts;
+  auto TextOf = [&](const std::string &File) -> const std::optional<std::string> & {
+    auto It = Texts.find(File);
+    if (It != Texts.end())
+      return It->second;
+    std::optional<std::string> Text;
+    if (auto O = Overlay.find(File); O != Overlay.end()) {
+      Text = O->second;
+    } else {
+      auto FS = BaseFS ? BaseFS() : llvm::vfs::createPhysicalFileSystem();
+      if (auto Buffer = FS->getBufferForFile(File))
+        Text = (*Buffer)->getBuffer().str();
+    }
+    return Texts.emplace(File, std::move(Text)).first->second;
+  };
+  auto Relocated = [&](const Location &Old, unsigned Offset) {
+    const auto &Text = TextOf(Old.File);
+    return Text ? locateIn(Old.File, *Text, Offset) : Old;
+  };
+  for (auto &F : Findings) {
+    F.Where = Relocated(F.Where, F.Offset);
+    for (auto &E : F.Edits) {
+      E.Begin = Relocated(E.Begin, E.Offset);
+      E.End = Relocated(E.End, E.Offset + E.Length);
+    }
+    // Notes keep no offset: take them from the diagnostic the finding came from.
+    for (const auto &E : Errors) {
+      if (E.DiagnosticName != F.Check || E.Message.FileOffset != F.Offset ||
+          E.Message.Message != F.Message ||
+          absolutePath(E.Message.FilePath, E.BuildDirectory) != F.Where.File ||
+          E.Notes.size() != F.Notes.size())
+        continue;
+      for (size_t I = 0; I < E.Notes.size(); ++I)
+        if (!E.Notes[I].FilePath.empty())
+          F.Notes[I].Where = Relocated(
+              {absolutePath(E.Notes[I].FilePath, E.BuildDirectory), 0, 0}, E.Notes[I].FileOffset);
+      break;
+    }
+  }
+}
+
+ScanResult scan(const ScanRequest &Request, const std::string &Hint) {
+  std::vector<std::vector<tooling::CompileCommand>> Commands;
+  {
+    std::unique_ptr<tooling::CompilationDatabase> Fixed;
+    if (!Request.Database && Request.Flags)
+      Fixed = adjusted(std::make_unique<tooling::FixedCompilationDatabase>(".", *Request.Flags),
+                       Request.ExtraArgs);
+    std::unique_ptr<tooling::CompilationDatabase> FromDatabase;
+    if (Request.Database) {
+      // Borrowed: wrap it so that the adjusters do not take ownership.
+      struct Borrowed : tooling::CompilationDatabase {
+        const tooling::CompilationDatabase *DB;
+        std::vector<tooling::CompileCommand> getCompileCommands(llvm::StringRef F) const override {
+          return DB->getCompileCommands(F);
+        }
+        std::vector<std::string> getAllFiles() const override { return DB->getAllFiles(); }
+      };
+      auto B = std::make_unique<Borrowed>();
+      B->DB = Request.Database;
+      FromDatabase = adjusted(std::move(B), Request.ExtraArgs);
+    }
+    for (const auto &F : Request.Files) {
+      if (FromDatabase)
+        Commands.push_back(FromDatabase->getCompileCommands(F));
+      else if (Fixed)
+        Commands.push_back(Fixed->getCompileCommands(F));
+      else
+        Commands.push_back(discoveredCommands(F, Request.ExtraArgs));
+    }
+  }
+
+  FileSystemFactory MakeFS = Request.BaseFS;
+  if (!Request.Overlay.empty()) {
+    MakeFS = [&]() -> llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> {
+      auto Base = Request.BaseFS ? Request.BaseFS() : llvm::vfs::createPhysicalFileSystem();
+      auto Overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(Base);
+      auto Memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+      for (const auto &[Path, Text] : Request.Overlay)
+        Memory->addFile(Path, 0, llvm::MemoryBuffer::getMemBufferCopy(Text, Path));
+      Overlay->pushOverlay(Memory);
+      return Overlay;
+    };
+  }
+
+  std::vector<FileScan> Scans = scanFiles(
+      Request.Files, Commands, [&] { return makeContext(Request.Options); }, Request.Jobs,
+      /*ApplyFixes=*/false, MakeFS);
+  dropRepeats(Scans);
+
+  ScanResult Result;
+  std::vector<ClangTidyError> Errors;
+  std::vector<FindingDetail> Details;
+  for (auto &S : Scans) {
+    Errors.insert(Errors.end(), S.Errors.begin(), S.Errors.end());
+    Details.insert(Details.end(), S.Details.begin(), S.Details.end());
+  }
+  Result.Findings = collectFindings(Errors, Details);
+  relocate(Result.Findings, Errors, Request.Overlay, MakeFS);
+  Result.Problems = parseProblems(Scans, Hint);
+  for (const auto &E : Errors)
+    if (E.DiagnosticName == "clang-tidy-config" && E.DiagLevel == tooling::Diagnostic::Error)
+      Result.ConfigErrors.push_back(E.Message.Message);
+  return Result;
+}
+
+} // namespace mpnanny::check
