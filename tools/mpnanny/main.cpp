@@ -1,5 +1,10 @@
 // mpnanny: after training, read what the runtime recorded.
-//   mpnanny summary | alerts | stats | sites | report | compare   (mcp: a later subcommand)
+//   mpnanny summary | alerts | stats | sites | report | compare | mcp
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <iostream>
 #include <map>
 
@@ -15,6 +20,8 @@ Queries (every one takes --db FILE|DIR ... [default $MPNANNY_DIR or nanny_logs],
   alerts  [--severity ERROR|WARNING] [--type T] [--site S] [--steps A:B]
   stats   --step N [--site S | --param P]
   sites                       verification verdicts of static findings (MPNANNY_VERIFY=1)
+AI agents:
+  mcp [--root DIR]...         the MCP server over stdio (runs mpnanny-mcp; see mpnanny-mcp --help)
 Reports (self-contained HTML, no network needed to view):
   report  [--db ...] -o report.html [--title T]
   compare REFERENCE.db LOW.db [-o compare.html] [--tolerance X] [--floor F] [--format ...]
@@ -23,6 +30,26 @@ Reports (self-contained HTML, no network needed to view):
 S (site): FILE:LINE, a function (substring), a parameter name or an op (softmax).
 Exit codes: 0 ok, 1 nothing observed (stats), 2 usage error or unreadable database.
 )";
+
+/// `mpnanny mcp ...` is mpnanny-mcp, the executable next to this one (built with the
+/// checks, which this CLI does not link): replaced by it, so the MCP client talks to it
+/// directly over the same stdin/stdout.
+int run_mcp(char** argv) {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string server = "mpnanny-mcp";
+  if (n > 0) {
+    self[n] = '\0';
+    std::string dir(self);
+    dir.erase(dir.rfind('/') + 1);
+    server = dir + server;
+  }
+  argv[1] = const_cast<char*>(server.c_str());
+  ::execv(server.c_str(), argv + 1);
+  std::cerr << "mpnanny mcp: cannot run " << server << ": " << std::strerror(errno)
+            << " (it is built with the static checks, MPNANNY_BUILD_CHECKS=ON)\n";
+  return 2;
+}
 
 }  // namespace
 
@@ -34,6 +61,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
+  if (command == "mcp") return run_mcp(argv);  // its own options, --help included
   std::vector<std::string> rest(argv + 2, argv + argc);
   for (const auto& word : rest) {
     if (word == "-h" || word == "--help") {
@@ -41,7 +69,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  // One function per subcommand (Cli.h); `mcp` joins this table when it exists.
+  // One function per subcommand (Cli.h); `mcp` is handled above.
   const std::map<std::string, int (*)(mpnanny::cli::Args)> commands = {
       {"summary", mpnanny::cli::summary}, {"alerts", mpnanny::cli::alerts}, {"stats", mpnanny::cli::stats},
       {"sites", mpnanny::cli::sites},     {"report", mpnanny::cli::report}, {"compare", mpnanny::cli::compare},
