@@ -231,13 +231,24 @@ def compare(cli):
                         os.path.join(train, "bf16", "metrics.db"), "--tolerance", "1e9"], cli)
     check(code == 0 and "no departure" in out, "with tolerance 1e9 nothing departs")
     # The one-pass comparison from mpnanny::compare_precision.
-    info = dict(line.split(" ", 1) for line in open(os.path.join(cli.dbs, "compare-one", "result.txt")).read().splitlines()
-                if " " in line)
+    def result_of(name):
+        path = os.path.join(cli.dbs, "compare-one", name, "result.txt")
+        return dict(line.split(" ", 1) for line in open(path).read().splitlines() if " " in line)
+    info = result_of("bf16-run")
     check(info.get("low_ran") == "1", "compare_precision ran the bf16 pass: %r" % info)
     check(info.get("mode") == "autocast-cpu", "bf16 on the CPU uses autocast: %r" % info.get("mode"))
-    check(info.get("training_restored") == "1", "compare_precision restores train mode")
+    for name in ("bf16-run", "fp16-run"):
+        result = result_of(name)
+        for key in ("training_restored", "parameters_restored", "gradients_restored"):
+            check(result.get(key) == "1", "%s: compare_precision leaves %s: %r" % (name, key, result))
     check(info.get("reference", "").endswith("/fp32/metrics.db#1") and info.get("low", "").endswith("/bf16/metrics.db#1"),
           "each pass has its own database: %r" % info)
+    fp16 = result_of("fp16-run")
+    check(fp16.get("mode") == "converted", "fp16 on the CPU converts the model: %r" % fp16.get("mode"))
+    # LibTorch 1.13 has no fp16 matmul on the CPU; a newer LibTorch may run the pass.
+    check(fp16.get("low_ran") == "1" or "fp16 pass failed" in fp16.get("error", "").lower(),
+          "a failed fp16 pass says why: %r" % fp16)
+    check(os.path.exists(fp16.get("reference", "#").split("#")[0]), "the fp32 pass is recorded even then")
     html = os.path.join(cli.work + "-compare.html")
     code, out, err = run(["compare", info.get("reference", ""), info.get("low", ""), "-o", html], cli)
     check(code == 0 and os.path.exists(html), "compare of the two passes writes HTML: %s" % err)
