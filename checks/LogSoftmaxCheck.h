@@ -1,0 +1,42 @@
+//===--- LogSoftmaxCheck.h - mpnanny -----------------------------*- C++ -*-===//
+#ifndef MPNANNY_CHECKS_LOGSOFTMAXCHECK_H
+#define MPNANNY_CHECKS_LOGSOFTMAXCHECK_H
+
+#include "MpnannyCheck.h"
+#include "RangeAnalysis.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace clang::tidy::mpnanny {
+
+/// A softmax whose probabilities reach a log: `log(softmax(x))`, through locals,
+/// views, conversions, an added eps or a clamp.
+struct SoftmaxUnderLog {
+  const CallExpr *Softmax = nullptr;
+  bool Plain = true;          ///< the log's argument is the softmax call itself
+  std::optional<double> Eps;  ///< the constant added to the probabilities
+  bool Clamped = false;
+};
+std::optional<SoftmaxUnderLog> findSoftmaxUnderLog(const Expr *LogArgument,
+                                                   const RangeAnalysis &Ranges,
+                                                   const kb::KnowledgeBase &KB,
+                                                   const ASTContext &Ctx);
+
+/// Flags the log of a softmax (`log(softmax(x))`, with an eps or a clamp in between,
+/// and `nll_loss(log(softmax(x)))`): use log_softmax, or cross_entropy.
+///
+/// For the user-facing documentation see: knowledge/mpnanny-log-softmax.md
+class LogSoftmaxCheck : public MpnannyCheck {
+public:
+  using MpnannyCheck::MpnannyCheck;
+  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+  void onStartOfTranslationUnit() override;
+
+private:
+  std::unique_ptr<RangeAnalysis> Ranges;
+  llvm::DenseSet<const CallExpr *> ReportedThroughLoss;
+};
+
+} // namespace clang::tidy::mpnanny
+
+#endif

@@ -1,0 +1,29 @@
+//===--- NaiveSoftmaxCheck.h - mpnanny ---------------------------*- C++ -*-===//
+#ifndef MPNANNY_CHECKS_NAIVESOFTMAXCHECK_H
+#define MPNANNY_CHECKS_NAIVESOFTMAXCHECK_H
+
+#include "MpnannyCheck.h"
+#include "RangeAnalysis.h"
+
+namespace clang::tidy::mpnanny {
+
+/// Flags a hand-written softmax, `exp(x) / exp(x).sum(dim)`, whose exp runs in fp16
+/// on an argument not shifted by its maximum: it overflows for x > 11.09.
+///
+/// For the user-facing documentation see: knowledge/mpnanny-naive-softmax.md
+class NaiveSoftmaxCheck : public MpnannyCheck {
+public:
+  using MpnannyCheck::MpnannyCheck;
+  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+  void onStartOfTranslationUnit() override;
+
+private:
+  void checkDivision(const Expr &Division, const Expr *Numerator, const Expr *Denominator,
+                     ASTContext &Ctx);
+  std::unique_ptr<RangeAnalysis> Ranges;
+};
+
+} // namespace clang::tidy::mpnanny
+
+#endif

@@ -1,0 +1,563 @@
+//===--- RangeAnalysis.cpp - mpnanny ---------------------------------------===//
+#include "RangeAnalysis.h"
+
+#include "MpnannyCheck.h"
+#include "TorchCalls.h"
+#include "clang/AST/ExprCXX.h"
+#include "llvm/ADT/DenseMap.h"
+#include <algorithm>
+#include <cmath>
+
+namespace clang::tidy::mpnanny {
+
+namespace {
+constexpr double Inf = std::numeric_limits<double>::infinity();
+constexpr int MaxDepth = 32;
+} // namespace
+
+bool Interval::isUnknown() const { return Lo == -Inf && Hi == Inf; }
+
+bool Interval::contains(double V) const {
+  bool AboveLo = Lo < V || (Lo == V && !LoOpen);
+  bool BelowHi = V < Hi || (Hi == V && !HiOpen);
+  return AboveLo && BelowHi;
+}
+
+std::string Interval::str() const {
+  auto Num = [](double V) {
+    if (V == Inf)
+      return std::string("inf");
+    if (V == -Inf)
+      return std::string("-inf");
+    return formatNumber(V);
+  };
+  return std::string(LoOpen ? "(" : "[") + Num(Lo) + ", " + Num(Hi) + (HiOpen ? ")" : "]");
+}
+
+struct RangeAnalysis::Cache {
+  llvm::DenseMap<const VarDecl *, bool> Mutated;
+};
+
+RangeAnalysis::RangeAnalysis(ASTContext &Ctx, const kb::KnowledgeBase &KB,
+                             const PrecisionContext &Precision)
+    : Ctx(Ctx), KB(KB), Precision(Precision), Memo(std::make_unique<Cache>()) {}
+
+RangeAnalysis::~RangeAnalysis() = default;
+
+/// The value a constant takes once stored in the format: below half the smallest
+/// subnormal it is 0 (1e-8 in fp16), beyond the largest finite value it is inf.
+static double roundConstant(double V, kb::Format F) {
+  const FormatLimits &L = limitsOf(F);
+  if (std::fabs(V) < L.MinSubnormal / 2)
+    return 0;
+  if (std::isfinite(V) && std::fabs(V) > L.Max)
+    return V > 0 ? Inf : -Inf;
+  return V;
+}
+
+/// A computed result stored in the format. A positive lower bound that the format
+/// cannot hold becomes an exact 0 (exp(-20) is 0 in fp16); an open 0 stays open,
+/// because "positive, of unknown size" is not evidence of underflow.
+static Interval roundTo(Interval I, kb::Format F) {
+  const FormatLimits &L = limitsOf(F);
+  if (I.Lo > 0 && I.Lo < L.MinSubnormal / 2) {
+    I.Lo = 0;
+    I.LoOpen = false;
+  }
+  if (I.Hi < 0 && I.Hi > -L.MinSubnormal / 2) {
+    I.Hi = 0;
+    I.HiOpen = false;
+  }
+  if (std::isfinite(I.Hi) && I.Hi > L.Max)
+    I.Hi = Inf;
+  if (std::isfinite(I.Lo) && I.Lo < -L.Max)
+    I.Lo = -Inf;
+  if (I.Hi == Inf)
+    I.HiOpen = true;
+  if (I.Lo == -Inf)
+    I.LoOpen = true;
+  return I;
+}
+
+static Interval intersect(const Interval &A, const Interval &B) {
+  Interval R = A;
+  if (B.Lo > R.Lo || (B.Lo == R.Lo && B.LoOpen)) {
+    R.Lo = B.Lo;
+    R.LoOpen = B.LoOpen;
+  }
+  if (B.Hi < R.Hi || (B.Hi == R.Hi && B.HiOpen)) {
+    R.Hi = B.Hi;
+    R.HiOpen = B.HiOpen;
+  }
+  if (R.Lo > R.Hi)
+    return A; // contradictory facts: trust neither over the other
+  return R;
+}
+
+/// Applies a monotone increasing (or, with Decreasing, decreasing) function.
+template <typename Fn> static Interval monotone(const Interval &I, Fn F, bool Decreasing = false) {
+  Interval R;
+  double A = F(I.Lo), B = F(I.Hi);
+  if (std::isnan(A) || std::isnan(B))
+    return Interval::unknown();
+  if (!Decreasing) {
+    R.Lo = A, R.Hi = B, R.LoOpen = I.LoOpen, R.HiOpen = I.HiOpen;
+  } else {
+    R.Lo = B, R.Hi = A, R.LoOpen = I.HiOpen, R.HiOpen = I.LoOpen;
+  }
+  return R;
+}
+
+static Interval add(const Interval &A, const Interval &B) {
+  Interval R;
+  R.Lo = A.Lo + B.Lo;
+  R.Hi = A.Hi + B.Hi;
+  if (std::isnan(R.Lo) || std::isnan(R.Hi))
+    return Interval::unknown();
+  R.LoOpen = A.LoOpen || B.LoOpen;
+  R.HiOpen = A.HiOpen || B.HiOpen;
+  return R;
+}
+
+static Interval negate(const Interval &A) {
+  Interval R;
+  R.Lo = -A.Hi, R.Hi = -A.Lo, R.LoOpen = A.HiOpen, R.HiOpen = A.LoOpen;
+  return R;
+}
+
+static Interval multiply(const Interval &A, const Interval &B) {
+  if (A.isUnknown() || B.isUnknown())
+    return Interval::unknown();
+  struct End {
+    double V;
+    bool Open;
+  };
+  End Products[4] = {{A.Lo * B.Lo, A.LoOpen || B.LoOpen}, {A.Lo * B.Hi, A.LoOpen || B.HiOpen},
+                     {A.Hi * B.Lo, A.HiOpen || B.LoOpen}, {A.Hi * B.Hi, A.HiOpen || B.HiOpen}};
+  Interval R;
+  R.Lo = Inf, R.Hi = -Inf;
+  for (const End &P : Products) {
+    if (std::isnan(P.V)) // 0 * inf: nothing sound to say cheaply
+      return Interval::unknown();
+    if (P.V < R.Lo || (P.V == R.Lo && !P.Open))
+      R.Lo = P.V, R.LoOpen = P.Open;
+    if (P.V > R.Hi || (P.V == R.Hi && !P.Open))
+      R.Hi = P.V, R.HiOpen = P.Open;
+  }
+  // A point factor of 0 gives exactly 0 whatever the open ends say.
+  if (R.Lo == R.Hi)
+    R.LoOpen = R.HiOpen = false;
+  return R;
+}
+
+static Interval reciprocalOf(const Interval &A) {
+  if (A.contains(0) || A.isUnknown())
+    return Interval::unknown();
+  if (A.Lo >= 0 || A.Hi <= 0) {
+    Interval R = monotone(A, [](double V) { return V == 0 ? Inf : 1 / V; }, true);
+    if (A.Lo == 0) // (0, h]: 1/x reaches arbitrarily large values
+      R.Hi = Inf, R.HiOpen = true;
+    if (A.Hi == 0)
+      R.Lo = -Inf, R.LoOpen = true;
+    return R;
+  }
+  return Interval::unknown();
+}
+
+static Interval divide(const Interval &A, const Interval &B) {
+  Interval Inv = reciprocalOf(B);
+  if (Inv.isUnknown())
+    return Interval::unknown();
+  return multiply(A, Inv);
+}
+
+static Interval squareOf(const Interval &A) {
+  if (A.Lo >= 0)
+    return monotone(A, [](double V) { return V * V; });
+  if (A.Hi <= 0)
+    return monotone(A, [](double V) { return V * V; }, true);
+  double Hi = std::max(A.Lo * A.Lo, A.Hi * A.Hi);
+  Interval R = Interval::closed(0, Hi);
+  R.HiOpen = Hi == Inf;
+  return R;
+}
+
+static Interval absOf(const Interval &A) {
+  if (A.Lo >= 0)
+    return A;
+  if (A.Hi <= 0)
+    return negate(A);
+  Interval R = Interval::closed(0, std::max(-A.Lo, A.Hi));
+  R.HiOpen = R.Hi == Inf;
+  return R;
+}
+
+static Interval powOf(const Interval &A, double N) {
+  if (N == 1)
+    return A;
+  if (N == 2)
+    return squareOf(A);
+  if (N == 0)
+    return Interval::point(1);
+  if (N == -1)
+    return reciprocalOf(A);
+  if (A.Lo < 0) // fractional powers of negatives are NaN, odd powers flip: give up
+    return Interval::unknown();
+  auto P = [N](double V) { return V == 0 && N < 0 ? Inf : std::pow(V, N); };
+  Interval R = monotone(A, P, N < 0);
+  if (N < 0 && A.Lo == 0)
+    R.HiOpen = true;
+  return R;
+}
+
+/// Sum over at least one element: each term is within [Lo, Hi], the count is unknown.
+/// A sum is 0 only if every term is, which intervals cannot show: a nonnegative sum
+/// is taken to be positive (a softmax row sums to 1 even when most terms are 0).
+static Interval sumOf(const Interval &A) {
+  Interval R;
+  if (A.Lo >= 0)
+    R.Lo = A.Lo, R.LoOpen = A.Lo == 0 ? true : A.LoOpen;
+  if (A.Hi <= 0)
+    R.Hi = A.Hi, R.HiOpen = A.Hi == 0 ? true : A.HiOpen;
+  return R;
+}
+
+static bool isHalf(kb::Format F) { return F == kb::Format::FP16 || F == kb::Format::BF16; }
+
+static kb::Format contextFormat(kb::Precision P) {
+  switch (P) {
+  case kb::Precision::FP16:
+    return kb::Format::FP16;
+  case kb::Precision::BF16:
+    return kb::Format::BF16;
+  default:
+    // Under autocast, tensors that no op produced (inputs, parameters) are fp32.
+    return kb::Format::FP32;
+  }
+}
+
+static kb::Format widest(kb::Format A, kb::Format B) {
+  if (A == B)
+    return A;
+  return kb::Format::FP32; // fp32 with anything, or fp16 with bf16, promotes to fp32
+}
+
+kb::Format RangeAnalysis::formatOf(const Expr *E) const {
+  E = ignoreConversions(E);
+  if (!E)
+    return kb::Format::FP32;
+  if (auto Known = Precision.knownFormat(E))
+    return *Known;
+  kb::Precision Context = Precision.at(*E).Value;
+  if (Context == kb::Precision::FP32)
+    return kb::Format::FP32;
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()))
+      if (const Expr *Init = stableInitializer(Var))
+        return formatOf(Init);
+    return contextFormat(Context);
+  }
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
+    std::optional<kb::Format> Result;
+    for (const Expr *Arg : Op->arguments())
+      if (isTensorType(Arg->getType())) {
+        kb::Format F = formatOf(Arg);
+        Result = Result ? widest(*Result, F) : F;
+      }
+    return Result ? *Result : contextFormat(Context);
+  }
+  const auto *Call = dyn_cast<CallExpr>(E);
+  auto TC = Call ? classifyTorchCall(*Call) : std::nullopt;
+  if (!TC)
+    return contextFormat(Context);
+  if (auto D = explicitDtype(*TC))
+    return *D;
+  const kb::Op *OpEntry = lookupOp(*TC, KB);
+  kb::Format Input = TC->Self ? formatOf(TC->Self) : contextFormat(Context);
+  if (Context == kb::Precision::AutocastFP16 || Context == kb::Precision::AutocastBF16) {
+    kb::Format Lowered =
+        Context == kb::Precision::AutocastFP16 ? kb::Format::FP16 : kb::Format::BF16;
+    switch (OpEntry ? OpEntry->Autocast : kb::AutocastPolicy::None) {
+    case kb::AutocastPolicy::Lower:
+      return Lowered;
+    case kb::AutocastPolicy::FP32:
+    case kb::AutocastPolicy::FP32UnlessDtype:
+    case kb::AutocastPolicy::Banned:
+      return kb::Format::FP32;
+    case kb::AutocastPolicy::Promote:
+    case kb::AutocastPolicy::None:
+      return Input;
+    }
+  }
+  return Input;
+}
+
+bool RangeAnalysis::isMutated(const VarDecl *Var) const {
+  auto It = Memo->Mutated.find(Var);
+  if (It != Memo->Mutated.end())
+    return It->second;
+  bool Mutated = false;
+  const auto *FD = dyn_cast_or_null<FunctionDecl>(Var->getParentFunctionOrMethod());
+  const Stmt *Body = FD ? FD->getBody() : nullptr;
+  if (!Body)
+    Mutated = true;
+  auto RefersToVar = [Var](const Expr *E) {
+    const auto *Ref = E ? dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts()) : nullptr;
+    return Ref && Ref->getDecl() == Var;
+  };
+  visitDescendants(Body, [&](const Stmt *S) {
+    if (Mutated)
+      return false;
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S)) {
+      if (Op->isAssignmentOp() && Op->getNumArgs() > 0 && RefersToVar(Op->getArg(0)))
+        Mutated = true;
+    } else if (const auto *BO = dyn_cast<BinaryOperator>(S)) {
+      if (BO->isAssignmentOp() && RefersToVar(BO->getLHS()))
+        Mutated = true;
+    } else if (const auto *UO = dyn_cast<UnaryOperator>(S)) {
+      if (UO->getOpcode() == UO_AddrOf && RefersToVar(UO->getSubExpr()))
+        Mutated = true;
+    }
+    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
+      // In-place ops end in '_' and are const methods in LibTorch's TensorBody.h.
+      const CXXMethodDecl *M = Member->getMethodDecl();
+      if (M && RefersToVar(Member->getImplicitObjectArgument()) &&
+          (!M->isConst() || (M->getIdentifier() && M->getName().endswith("_"))))
+        Mutated = true;
+    }
+    if (const auto *Call = dyn_cast<CallExpr>(S))
+      if (const FunctionDecl *Callee = Call->getDirectCallee()) {
+        unsigned First = isa<CXXOperatorCallExpr>(Call) && isa<CXXMethodDecl>(Callee) ? 1 : 0;
+        for (unsigned I = First; I < Call->getNumArgs(); ++I) {
+          unsigned P = I - First;
+          if (P >= Callee->getNumParams() || !RefersToVar(Call->getArg(I)))
+            continue;
+          QualType T = Callee->getParamDecl(P)->getType();
+          if (T->isReferenceType() && !T.getNonReferenceType().isConstQualified())
+            Mutated = true;
+        }
+      }
+    if (const auto *Lambda = dyn_cast<LambdaExpr>(S))
+      for (const LambdaCapture &C : Lambda->captures())
+        if (C.capturesVariable() && C.getCapturedVar() == Var &&
+            C.getCaptureKind() == LCK_ByRef)
+          Mutated = true;
+    return !Mutated;
+  });
+  Memo->Mutated[Var] = Mutated;
+  return Mutated;
+}
+
+const Expr *RangeAnalysis::stableInitializer(const VarDecl *Var) const {
+  if (!Var || !Var->isLocalVarDecl() || !Var->getInit() || Var->getType()->isReferenceType() ||
+      isa<ParmVarDecl>(Var))
+    return nullptr;
+  if (isMutated(Var))
+    return nullptr;
+  return Var->getInit();
+}
+
+Interval RangeAnalysis::rangeOf(const Expr *E, std::optional<kb::Format> Assumed) const {
+  return rangeImpl(E, Assumed, 0);
+}
+
+Interval RangeAnalysis::rangeImpl(const Expr *E, std::optional<kb::Format> Assumed,
+                                  int Depth) const {
+  if (!E || Depth > MaxDepth)
+    return Interval::unknown();
+  E = ignoreConversions(E);
+  if (!E)
+    return Interval::unknown();
+  if (!isTensorType(E->getType())) {
+    auto V = evaluateNumber(E, Ctx);
+    if (!V)
+      return Interval::unknown();
+    double Stored = roundConstant(*V, Assumed ? *Assumed : kb::Format::FP32);
+    Interval R = Interval::point(Stored);
+    if (Stored == 0 && *V != 0)
+      R.Origin = formatNumber(*V) + " is 0 in " +
+                 kb::toString(Assumed ? *Assumed : kb::Format::FP32);
+    return R;
+  }
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    const Expr *Init = stableInitializer(Var);
+    if (!Init)
+      return Interval::unknown();
+    return rangeImpl(Init, Assumed, Depth + 1);
+  }
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E))
+    return rangeOfOperator(*Op, Assumed, Depth);
+  if (const auto *Call = dyn_cast<CallExpr>(E))
+    return rangeOfCall(*Call, Assumed, Depth);
+  return Interval::unknown();
+}
+
+static std::string joinOrigins(const Interval &A, const Interval &B) {
+  if (A.Origin.empty())
+    return B.Origin;
+  if (B.Origin.empty())
+    return A.Origin;
+  return A.Origin + "; " + B.Origin;
+}
+
+Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op,
+                                        std::optional<kb::Format>, int Depth) const {
+  kb::Format F = formatOf(&Op);
+  OverloadedOperatorKind K = Op.getOperator();
+  if (Op.getNumArgs() == 1) {
+    if (K != OO_Minus)
+      return Interval::unknown();
+    Interval A = rangeImpl(Op.getArg(0), F, Depth + 1);
+    Interval R = negate(A);
+    R.Origin = A.Origin;
+    return R;
+  }
+  if (Op.getNumArgs() != 2)
+    return Interval::unknown();
+  Interval A = rangeImpl(Op.getArg(0), F, Depth + 1);
+  Interval B = rangeImpl(Op.getArg(1), F, Depth + 1);
+  Interval R;
+  switch (K) {
+  case OO_Plus:
+    R = add(A, B);
+    break;
+  case OO_Minus:
+    R = add(A, negate(B));
+    break;
+  case OO_Star:
+    R = multiply(A, B);
+    break;
+  case OO_Slash:
+    R = divide(A, B);
+    break;
+  default:
+    return Interval::unknown();
+  }
+  if (R.isUnknown())
+    return R;
+  R = roundTo(R, F);
+  R.Origin = joinOrigins(A, B);
+  return R;
+}
+
+/// The literal bounds of a clamp, told apart by the callee's parameter names
+/// (`min`, `max`), as LibTorch declares clamp, clamp_min and clamp_max.
+static Interval clampBounds(const TorchCall &TC, kb::Format F, const ASTContext &Ctx) {
+  Interval R;
+  const FunctionDecl *Callee = TC.Callee;
+  unsigned Offset = TC.Kind == Spelling::Method ? 0 : (TC.Self ? 1 : 0);
+  for (unsigned I = 0; I < TC.Args.size(); ++I) {
+    unsigned P = I + Offset;
+    if (!Callee || P >= Callee->getNumParams() || !Callee->getParamDecl(P)->getIdentifier())
+      continue;
+    llvm::StringRef Name = Callee->getParamDecl(P)->getName();
+    auto V = evaluateNumber(TC.Args[I], Ctx);
+    if (!V)
+      continue;
+    double Stored = roundConstant(*V, F);
+    if (Name == "min") {
+      R.Lo = Stored, R.LoOpen = false;
+      if (Stored == 0 && *V != 0)
+        R.Origin = "the clamp bound " + formatNumber(*V) + " is 0 in " + kb::toString(F);
+    } else if (Name == "max") {
+      R.Hi = Stored, R.HiOpen = false;
+    }
+  }
+  return R;
+}
+
+Interval RangeAnalysis::rangeOfCall(const CallExpr &Call, std::optional<kb::Format> Assumed,
+                                    int Depth) const {
+  auto TC = classifyTorchCall(Call);
+  if (!TC)
+    return Interval::unknown();
+  kb::Format F = formatOf(&Call);
+  // Conversions keep the values, stored in the new format.
+  if (TC->Kind == Spelling::Method &&
+      (TC->Name == "to" || TC->Name == "toType" || TC->Name == "type" || TC->Name == "half" ||
+       TC->Name == "float" || TC->Name == "double" || TC->Name == "bfloat16")) {
+    Interval In = rangeImpl(TC->Self, F, Depth + 1);
+    Interval R = In.isUnknown() ? In : roundTo(In, F);
+    R.Origin = In.Origin;
+    return R;
+  }
+  const kb::Op *Op = lookupOp(*TC, KB);
+  if (!Op)
+    return Interval::unknown();
+  const std::string &T = Op->Transfer;
+  bool ClampLike = T == "clamp" || (T.empty() && !Op->ValueArgs.empty() &&
+                                    llvm::StringRef(Op->Id).startswith("clamp"));
+  if (T.empty() && !Op->Range && !ClampLike)
+    return Interval::unknown();
+
+  Interval In = TC->Self ? rangeImpl(TC->Self, F, Depth + 1) : Interval::unknown();
+  Interval R = Interval::unknown();
+  if (T == "identity" || T == "mean") {
+    R = In;
+  } else if (T == "exp") {
+    R = monotone(In, [](double V) { return std::exp(V); });
+    if (In.Lo == -Inf)
+      R.LoOpen = true;
+  } else if (T == "log") {
+    if (In.Lo >= 0 && !In.isUnknown()) {
+      R = monotone(In, [](double V) { return V == 0 ? -Inf : std::log(V); });
+      if (R.Lo == -Inf)
+        R.LoOpen = true;
+    }
+  } else if (T == "sqrt") {
+    if (In.Lo >= 0)
+      R = monotone(In, [](double V) { return std::sqrt(V); });
+  } else if (T == "rsqrt") {
+    if (In.Lo > 0)
+      R = monotone(In, [](double V) { return 1 / std::sqrt(V); }, true);
+  } else if (T == "reciprocal") {
+    R = reciprocalOf(In);
+  } else if (T == "square") {
+    R = squareOf(In);
+  } else if (T == "abs") {
+    R = absOf(In);
+  } else if (T == "neg") {
+    R = negate(In);
+  } else if (T == "sum") {
+    R = sumOf(In);
+  } else if (T == "pow") {
+    if (!TC->Args.empty())
+      if (auto N = evaluateNumber(TC->Args[0], Ctx))
+        R = powOf(In, *N);
+  }
+  if (ClampLike) {
+    Interval Bounds = clampBounds(*TC, F, Ctx);
+    R = intersect(T.empty() || T == "clamp" ? In : R, Bounds);
+    R.Origin = Bounds.Origin;
+  }
+  if (R.Origin.empty())
+    R.Origin = In.Origin;
+  if (Op->Range) {
+    Interval Fixed;
+    Fixed.Lo = Op->Range->Min, Fixed.Hi = Op->Range->Max;
+    Fixed.LoOpen = Op->Range->MinOpen || Fixed.Lo == -Inf;
+    Fixed.HiOpen = Op->Range->MaxOpen || Fixed.Hi == Inf;
+    // A probability map is closed at 0 in the knowledge base because fp16 rounds
+    // probabilities below 2.98e-8 to 0; in bf16 that takes a logit gap above 93 and
+    // in fp32 above 103, beyond what the checks call a finding.
+    if (Fixed.Lo == 0 && !Fixed.LoOpen && Fixed.Hi == 1 && F != kb::Format::FP16)
+      Fixed.LoOpen = true;
+    std::string Origin = R.Origin;
+    R = intersect(R, Fixed);
+    if (R.Lo == Fixed.Lo && R.Hi == Fixed.Hi)
+      R.Origin = TC->spelled() + " gives " + Fixed.str();
+    else
+      R.Origin = Origin;
+  }
+  if (R.isUnknown())
+    return R;
+  std::string Origin = R.Origin;
+  R = roundTo(R, F);
+  R.Origin = Origin;
+  (void)Assumed;
+  (void)isHalf;
+  return R;
+}
+
+} // namespace clang::tidy::mpnanny

@@ -1,0 +1,80 @@
+//===--- RangeAnalysis.h - mpnanny -------------------------------*- C++ -*-===//
+//
+// Intervals over the tensor-valued expressions and locals of one function, with
+// transfer functions from the knowledge base (`range:` and `transfer:` of each op),
+// constants rounded as the computing format rounds them (1e-8 is 0 in fp16), and
+// locals followed to their initializer unless they are reassigned or mutated.
+// Unknown stays unknown: the full real line, which no check reports on.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MPNANNY_CHECKS_RANGEANALYSIS_H
+#define MPNANNY_CHECKS_RANGEANALYSIS_H
+
+#include "KnowledgeBase.h"
+#include "PrecisionContext.h"
+#include "clang/AST/ASTContext.h"
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace clang::tidy::mpnanny {
+
+/// A set of reals [Lo, Hi], each end possibly open; infinite ends are open.
+struct Interval {
+  double Lo = -std::numeric_limits<double>::infinity();
+  double Hi = std::numeric_limits<double>::infinity();
+  bool LoOpen = true, HiOpen = true;
+  /// Where the decisive bound comes from, for messages: "torch::softmax outputs [0, 1]".
+  std::string Origin;
+
+  static Interval unknown() { return {}; }
+  static Interval point(double V) { return {V, V, false, false, ""}; }
+  static Interval closed(double Lo, double Hi) { return {Lo, Hi, false, false, ""}; }
+
+  /// True when nothing is known: no check may report on such a value.
+  bool isUnknown() const;
+  bool contains(double V) const;
+  bool mayBeZero() const { return contains(0); }
+  bool mayBeNegative() const { return Lo < 0; }
+  /// True when the value may be above X. Infinite Hi counts: test isBoundedAbove.
+  bool mayExceed(double X) const { return Hi > X; }
+  bool isBoundedAbove() const { return Hi < std::numeric_limits<double>::infinity(); }
+  /// "[0, 1]", "(0, inf)", "[-20, 20]".
+  std::string str() const;
+};
+
+/// The analysis of one translation unit's user functions, on demand and memoized.
+class RangeAnalysis {
+public:
+  RangeAnalysis(ASTContext &Ctx, const kb::KnowledgeBase &KB, const PrecisionContext &Precision);
+  ~RangeAnalysis();
+
+  /// The values E may take, in the format it is computed in (inferred from the
+  /// precision context and the code), or in Assumed when nothing says otherwise.
+  Interval rangeOf(const Expr *E, std::optional<kb::Format> Assumed = std::nullopt) const;
+
+  /// The format a tensor value is computed in: the op's format under the precision
+  /// context, the known format of its operands, else the context's own format.
+  kb::Format formatOf(const Expr *E) const;
+
+  /// The local variable's initializer when the local is never reassigned or
+  /// mutated in place in its function: the expression its uses stand for.
+  const Expr *stableInitializer(const VarDecl *Var) const;
+
+private:
+  Interval rangeImpl(const Expr *E, std::optional<kb::Format> Assumed, int Depth) const;
+  Interval rangeOfCall(const CallExpr &Call, std::optional<kb::Format> Assumed, int Depth) const;
+  Interval rangeOfOperator(const CXXOperatorCallExpr &Op, std::optional<kb::Format> Assumed,
+                           int Depth) const;
+  bool isMutated(const VarDecl *Var) const;
+
+  ASTContext &Ctx;
+  const kb::KnowledgeBase &KB;
+  const PrecisionContext &Precision;
+  struct Cache;
+  std::unique_ptr<Cache> Memo;
+};
+
+} // namespace clang::tidy::mpnanny
+
+#endif

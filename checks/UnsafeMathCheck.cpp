@@ -1,0 +1,204 @@
+//===--- UnsafeMathCheck.cpp - mpnanny -------------------------------------===//
+#include "UnsafeMathCheck.h"
+
+#include "LogSoftmaxCheck.h"
+#include "TorchCalls.h"
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+using namespace clang::ast_matchers;
+
+namespace clang::tidy::mpnanny {
+
+namespace {
+enum class MathKind { Log, Sqrt, Rsqrt, Reciprocal, NegativePow, Exp, Div };
+
+std::optional<MathKind> kindOf(const kb::Op &Op, const TorchCall &TC, const ASTContext &Ctx) {
+  llvm::StringRef Id = Op.Id;
+  if (Op.Transfer == "log" || Id == "log2" || Id == "log2_" || Id == "log10" || Id == "log10_")
+    return MathKind::Log;
+  if (Op.Transfer == "sqrt")
+    return MathKind::Sqrt;
+  if (Op.Transfer == "rsqrt")
+    return MathKind::Rsqrt;
+  if (Op.Transfer == "reciprocal")
+    return MathKind::Reciprocal;
+  if (Op.Transfer == "exp")
+    return MathKind::Exp;
+  if (Op.Transfer == "pow" && !TC.Args.empty())
+    if (auto N = evaluateNumber(TC.Args[0], Ctx); N && *N < 0)
+      return MathKind::NegativePow;
+  if (Id == "div")
+    return MathKind::Div;
+  return std::nullopt;
+}
+
+std::string withOrigin(const Interval &I) {
+  return I.str() + (I.Origin.empty() ? "" : " (" + I.Origin + ")");
+}
+
+std::string twoDecimals(double V) {
+  char Buf[32];
+  std::snprintf(Buf, sizeof Buf, "%.2f", V);
+  return Buf;
+}
+} // namespace
+
+UnsafeMathCheck::UnsafeMathCheck(StringRef Name, ClangTidyContext *Context)
+    : MpnannyCheck(Name, Context),
+      LogSoftmaxEnabled(Context->isCheckEnabled("mpnanny-log-softmax")),
+      RiskyOpEnabled(Context->isCheckEnabled("mpnanny-risky-op")) {}
+
+void UnsafeMathCheck::registerMatchers(MatchFinder *Finder) {
+  if (!knowledgeBase())
+    return;
+  Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
+  Finder->addMatcher(cxxOperatorCallExpr(unless(isExpansionInSystemHeader()),
+                                         hasAnyOverloadedOperatorName("/", "/="))
+                         .bind("slash"),
+                     this);
+}
+
+void UnsafeMathCheck::onStartOfTranslationUnit() {
+  MpnannyCheck::onStartOfTranslationUnit();
+  Ranges.reset();
+}
+
+/// mpnanny-risky-op reports this call already (an op it owns, with a warning-level
+/// risk in this format): one finding per call is enough.
+bool UnsafeMathCheck::riskyOpReports(const kb::Op &Op, kb::Format F) const {
+  if (!RiskyOpEnabled || Op.Check != "mpnanny-risky-op")
+    return false;
+  return std::any_of(Op.Risks.begin(), Op.Risks.end(), [F](const kb::Risk &R) {
+    return R.Level != kb::Severity::Note && R.Kind != kb::RiskKind::Banned &&
+           std::find(R.Formats.begin(), R.Formats.end(), F) != R.Formats.end();
+  });
+}
+
+void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
+  ASTContext &Ctx = *Result.Context;
+  if (!Ranges)
+    Ranges = std::make_unique<RangeAnalysis>(Ctx, *knowledgeBase(), precisionContext(Ctx));
+  if (const auto *Slash = Result.Nodes.getNodeAs<CXXOperatorCallExpr>("slash")) {
+    if (Slash->getNumArgs() == 2 && isTensorType(Slash->getArg(1)->getType()))
+      checkDivision(*Slash, *Slash->getArg(1), Ctx);
+    return;
+  }
+  const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call");
+  auto TC = classifyTorchCall(*Call);
+  if (!TC || !TC->Self)
+    return;
+  const kb::Op *Op = lookupOp(*TC, *knowledgeBase());
+  if (!Op)
+    return;
+  auto Kind = kindOf(*Op, *TC, Ctx);
+  if (!Kind)
+    return;
+  if (*Kind == MathKind::Div) {
+    if (!TC->Args.empty() && isTensorType(TC->Args[0]->getType()))
+      checkDivision(*Call, *TC->Args[0], Ctx);
+    return;
+  }
+  const PrecisionContext &Context = precisionContext(Ctx);
+  PrecisionReason Why = Context.at(*Call);
+  if (Why.Value == kb::Precision::FP32)
+    return;
+  if (Op->Check != "mpnanny-unsafe-math" && Op->Check != "mpnanny-risky-op")
+    return;
+  if (std::optional<kb::Format> Computed = Context.computeFormatOf(*TC, Op);
+      Computed && riskyOpReports(*Op, *Computed))
+    return;
+  if (*Kind == MathKind::Log && LogSoftmaxEnabled &&
+      findSoftmaxUnderLog(TC->Self, *Ranges, *knowledgeBase(), Ctx))
+    return; // mpnanny-log-softmax says it better: use log_softmax
+
+  std::string Spelled = TC->spelled();
+  Interval Arg = Ranges->rangeOf(TC->Self);
+  if (Arg.isUnknown())
+    return;
+
+  if (*Kind == MathKind::Exp) {
+    kb::Format F = Ranges->formatOf(Call);
+    const FormatLimits &L = limitsOf(F);
+    double Limit = std::log(L.Max);
+    if (!Arg.isBoundedAbove() || !Arg.mayExceed(Limit))
+      return;
+    const char *Name = kb::toString(F);
+    Subject About{Call, Op, "overflow", "warning", Name};
+    report(Ctx, About, Call->getExprLoc(),
+           Spelled + " in " + Name + " overflows to inf: its argument reaches " +
+               formatNumber(Arg.Hi) + ", above " + twoDecimals(Limit) + " = ln(" +
+               formatNumber(L.Max) + "), " + Name + "'s largest finite value; the argument lies in " +
+               withOrigin(Arg),
+           "subtract the maximum first (x - x.amax(dim, true)), keep the argument below " +
+               twoDecimals(Limit) + ", or compute in fp32: torch::exp(x.to(torch::kFloat))",
+           Why);
+    return;
+  }
+
+  kb::Format F = Ranges->formatOf(TC->Self);
+  const char *Name = kb::toString(F);
+  const FormatLimits &L = limitsOf(F);
+  std::string Guard = "keep it positive: add or clamp_min an eps of at least " +
+                      formatNumber(L.MinNormal) + " (" + Name +
+                      "'s smallest normal), or compute in fp32 with .to(torch::kFloat)";
+  Subject About{Call, Op, "domain", "warning", Name};
+  std::string Message;
+  if (Arg.mayBeNegative() && (*Kind == MathKind::Log || *Kind == MathKind::Sqrt ||
+                              *Kind == MathKind::Rsqrt)) {
+    Message = Spelled + " of a value that may be negative in " + Name + ": it lies in " +
+              withOrigin(Arg) + ", and " + Spelled + " of a negative number is NaN";
+  } else if (Arg.mayBeZero()) {
+    switch (*Kind) {
+    case MathKind::Log:
+      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
+                withOrigin(Arg) + ", and log(0) = -inf with an inf gradient";
+      Guard += "; for the log of a probability use log_softmax or logsigmoid";
+      break;
+    case MathKind::Sqrt:
+      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
+                withOrigin(Arg) + "; sqrt(0) is 0 but its gradient 1/(2*sqrt(x)) is inf, "
+                                  "so backward gives NaN";
+      break;
+    case MathKind::Rsqrt:
+      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
+                withOrigin(Arg) + ", and rsqrt(0) = inf";
+      break;
+    case MathKind::Reciprocal:
+    case MathKind::NegativePow:
+      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
+                withOrigin(Arg) + (*Kind == MathKind::Reciprocal
+                                       ? ", and 1 / 0 = inf"
+                                       : ", and a negative power of 0 is inf");
+      About.Risk = "overflow";
+      break;
+    default:
+      return;
+    }
+  } else {
+    return;
+  }
+  report(Ctx, About, Call->getExprLoc(), Message, Guard, Why);
+}
+
+void UnsafeMathCheck::checkDivision(const Expr &Division, const Expr &Divisor, ASTContext &Ctx) {
+  PrecisionReason Why = precisionContext(Ctx).at(Division);
+  if (Why.Value == kb::Precision::FP32)
+    return;
+  Interval D = Ranges->rangeOf(&Divisor);
+  if (D.isUnknown() || !D.mayBeZero())
+    return;
+  kb::Format F = Ranges->formatOf(&Divisor);
+  const char *Name = kb::toString(F);
+  Subject About{&Division, knowledgeBase()->findById("div"), "overflow", "warning", Name};
+  report(Ctx, About, Division.getExprLoc(),
+         "division by a value that may be 0 in " + std::string(Name) + ": the divisor lies in " +
+             withOrigin(D) + ", and x / 0 is inf (0 / 0 is NaN)",
+         "keep the divisor away from 0: add or clamp_min an eps of at least " +
+             formatNumber(limitsOf(F).MinNormal) + " (" + Name +
+             "'s smallest normal), or divide in fp32 with .to(torch::kFloat)",
+         Why);
+}
+
+} // namespace clang::tidy::mpnanny

@@ -1,0 +1,32 @@
+//===--- UnsafeMathCheck.h - mpnanny -----------------------------*- C++ -*-===//
+#ifndef MPNANNY_CHECKS_UNSAFEMATHCHECK_H
+#define MPNANNY_CHECKS_UNSAFEMATHCHECK_H
+
+#include "MpnannyCheck.h"
+#include "RangeAnalysis.h"
+
+namespace clang::tidy::mpnanny {
+
+/// Flags log, sqrt, rsqrt, reciprocal, a negative pow and a division whose argument
+/// the range analysis shows may be 0 or negative, and an exp whose argument may pass
+/// the format's limit (11.09 in fp16).
+///
+/// For the user-facing documentation see: knowledge/mpnanny-unsafe-math.md
+class UnsafeMathCheck : public MpnannyCheck {
+public:
+  UnsafeMathCheck(StringRef Name, ClangTidyContext *Context);
+  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+  void onStartOfTranslationUnit() override;
+
+private:
+  void checkDivision(const Expr &Division, const Expr &Divisor, ASTContext &Ctx);
+  bool riskyOpReports(const kb::Op &Op, kb::Format F) const;
+  std::unique_ptr<RangeAnalysis> Ranges;
+  bool LogSoftmaxEnabled = false;
+  bool RiskyOpEnabled = false;
+};
+
+} // namespace clang::tidy::mpnanny
+
+#endif
