@@ -212,6 +212,8 @@
         }]
       }
     };
+    // A long caption (C++ signatures) must wrap, not widen the box past two per row.
+    box.style.width = opts.width + 'px';
     new uPlot(opts, [map.steps, maxLog], box);
     if (precision === 'BF16') add(box, el('div', 'caption', 'bf16 limits (2^-126 .. 2^128) lie beyond this range; fp16 lines shown for reference.'));
     charts++;
