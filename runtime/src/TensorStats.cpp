@@ -13,6 +13,10 @@
 #include <cstring>
 #include <vector>
 
+#ifdef MPNANNY_WITH_CUDA
+#include "CudaStats.h"
+#endif
+
 namespace mpnanny {
 
 double TensorStats::mean() const {
@@ -335,6 +339,10 @@ TensorStats compute_tensor_stats(const at::Tensor& tensor) noexcept {
     if (!is_observable_tensor(tensor) || tensor.numel() == 0) return {};
     // Reading a tensor must never show up as an observed op of its own.
     at::RecordFunctionGuard no_observation(false);
+#ifdef MPNANNY_WITH_CUDA
+    TensorStats on_device;
+    if (tensor.is_cuda() && compute_tensor_stats_cuda(tensor, on_device)) return on_device;
+#endif
     if (!tensor.device().is_cpu()) return compute_tensor_stats(tensor.to(at::kCPU));
     switch (tensor.scalar_type()) {
       case at::kFloat:
