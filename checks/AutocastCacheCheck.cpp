@@ -4,6 +4,7 @@
 #include "TorchCalls.h"
 #include "TrainingStep.h"
 #include "clang/AST/ParentMapContext.h"
+#include "clang/AST/RecursiveASTVisitor.h"
 
 using namespace clang::ast_matchers;
 
@@ -62,6 +63,63 @@ void AutocastCacheCheck::onStartOfTranslationUnit() {
   MpnannyCheck::onStartOfTranslationUnit();
   CacheDisabled.reset();
   Reported.clear();
+  CallSites.clear();
+  CallSitesCollected = false;
+}
+
+/// The training loop around a statement of its function: the innermost loop that
+/// is not the loop over the parameters.
+static const Stmt *trainingLoopAround(const Stmt &S, ASTContext &Ctx) {
+  DynTypedNodeList Parents = Ctx.getParents(S);
+  for (int Depth = 0; Depth < 256 && !Parents.empty(); ++Depth) {
+    const DynTypedNode &P = Parents[0];
+    if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
+      return nullptr;
+    if (const auto *L = P.get<Stmt>())
+      if ((isa<ForStmt>(L) || isa<WhileStmt>(L) || isa<DoStmt>(L) || isa<CXXForRangeStmt>(L)) &&
+          !isParameterLoop(*L))
+        return L;
+    Parents = Ctx.getParents(P);
+  }
+  return nullptr;
+}
+
+namespace {
+class CallSiteCollector : public RecursiveASTVisitor<CallSiteCollector> {
+public:
+  CallSiteCollector(const SourceManager &SM,
+                    llvm::DenseMap<const FunctionDecl *, std::vector<const CallExpr *>> &Sites)
+      : SM(SM), Sites(Sites) {}
+  bool TraverseDecl(Decl *D) {
+    if (D && !isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
+        SM.isInSystemHeader(D->getLocation()))
+      return true;
+    return RecursiveASTVisitor::TraverseDecl(D);
+  }
+  bool VisitCallExpr(CallExpr *C) {
+    if (const FunctionDecl *Callee = C->getDirectCallee())
+      Sites[Callee->getCanonicalDecl()].push_back(C);
+    return true;
+  }
+
+private:
+  const SourceManager &SM;
+  llvm::DenseMap<const FunctionDecl *, std::vector<const CallExpr *>> &Sites;
+};
+} // namespace
+
+bool AutocastCacheCheck::calledInUnclearedLoop(const FunctionDecl &F, ASTContext &Ctx) {
+  if (!CallSitesCollected) {
+    CallSiteCollector(Ctx.getSourceManager(), CallSites).TraverseDecl(Ctx.getTranslationUnitDecl());
+    CallSitesCollected = true;
+  }
+  auto It = CallSites.find(F.getCanonicalDecl());
+  if (It == CallSites.end())
+    return false;
+  for (const CallExpr *Site : It->second)
+    if (const Stmt *Loop = trainingLoopAround(*Site, Ctx); Loop && !clearsAutocastCache(*Loop))
+      return true;
+  return false;
 }
 
 void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
@@ -82,21 +140,7 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
     return;
 
   unsigned StepAt = orderOf(*Call, SM);
-  // The training loop around the update: the innermost loop that is not the
-  // loop over the parameters.
-  const Stmt *Loop = nullptr;
-  DynTypedNodeList Parents = Ctx.getParents(*Call);
-  for (int Depth = 0; Depth < 256 && !Parents.empty() && !Loop; ++Depth) {
-    const DynTypedNode &P = Parents[0];
-    if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
-      break;
-    if (const auto *S = P.get<Stmt>())
-      if ((isa<ForStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S) || isa<CXXForRangeStmt>(S)) &&
-          !isParameterLoop(*S))
-        Loop = S;
-    Parents = Ctx.getParents(P);
-  }
-
+  const Stmt *Loop = trainingLoopAround(*Call, Ctx);
   const CallExpr *Forward = nullptr;
   if (Loop) {
     if (Reported.count(Loop))
@@ -108,24 +152,31 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
   } else {
     // Straight-line code: a forward under autocast before the update and another
     // after it, with no clear in between.
-    if (!autocastForward(F->getBody(), Context, SM, 0, StepAt))
+    const CallExpr *Before = autocastForward(F->getBody(), Context, SM, 0, StepAt);
+    if (!Before)
       return;
     Forward = autocastForward(F->getBody(), Context, SM, StepAt + 1, ~0u);
-    if (!Forward)
-      return;
-    unsigned ForwardAt = orderOf(*Forward, SM);
-    bool Cleared = false;
-    visitDescendants(F->getBody(), [&](const Stmt *S) {
-      unsigned At = orderOf(*S, SM);
-      unsigned End = SM.getFileOffset(SM.getExpansionLoc(S->getEndLoc()));
-      if (Cleared || End < StepAt)
-        return false;
-      if (At > StepAt && End < ForwardAt && clearsAutocastCache(*S))
-        Cleared = true;
-      return !Cleared;
-    });
-    if (Cleared)
-      return;
+    if (!Forward) {
+      // A step function called from a training loop: each call runs the forward,
+      // then the step, and the next call's forward reuses the cache.
+      if (clearsAutocastCache(*F->getBody()) || !calledInUnclearedLoop(*F, Ctx))
+        return;
+      Forward = Before;
+    } else {
+      unsigned ForwardAt = orderOf(*Forward, SM);
+      bool Cleared = false;
+      visitDescendants(F->getBody(), [&](const Stmt *S) {
+        unsigned At = orderOf(*S, SM);
+        unsigned End = SM.getFileOffset(SM.getExpansionLoc(S->getEndLoc()));
+        if (Cleared || End < StepAt)
+          return false;
+        if (At > StepAt && End < ForwardAt && clearsAutocastCache(*S))
+          Cleared = true;
+        return !Cleared;
+      });
+      if (Cleared)
+        return;
+    }
   }
 
   PrecisionReason Why = Context.at(*Forward);

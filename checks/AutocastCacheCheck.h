@@ -3,7 +3,9 @@
 #define MPNANNY_CHECKS_AUTOCASTCACHECHECK_H
 
 #include "MpnannyCheck.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include <vector>
 
 namespace clang::tidy::mpnanny {
 
@@ -20,7 +22,10 @@ public:
   void onStartOfTranslationUnit() override;
 
 private:
+  bool calledInUnclearedLoop(const FunctionDecl &F, ASTContext &Ctx);
   std::optional<bool> CacheDisabled;
+  llvm::DenseMap<const FunctionDecl *, std::vector<const CallExpr *>> CallSites;
+  bool CallSitesCollected = false;
   llvm::SmallPtrSet<const Stmt *, 4> Reported; ///< loops already reported
 };
 

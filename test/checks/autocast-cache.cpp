@@ -124,3 +124,51 @@ void fp32_loop(Net net, torch::optim::Adam &opt, torch::Tensor x, torch::Tensor 
     opt.step();
   }
 }
+
+// A step function called from the training loop: each call's forward reuses the cache.
+void train_step(Net net, mpnanny::GradScaler &scaler, torch::optim::Adam &opt, torch::Tensor x,
+                torch::Tensor y) {
+  at::autocast::set_enabled(true);
+  auto loss = torch::mse_loss(net(x), y);
+  at::autocast::set_enabled(false);
+  scaler.scale(loss).backward();
+  scaler.step(opt);
+// CHECK: :[[@LINE-1]]:10: warning: mpnanny::GradScaler::step updates the weights while the autocast-fp16 weight cache survives{{.*}} [mpnanny-autocast-cache]
+  scaler.update();
+}
+void fit(Net net, mpnanny::GradScaler &scaler, torch::optim::Adam &opt, torch::Tensor x,
+         torch::Tensor y) {
+  for (int epoch = 0; epoch < 10; ++epoch)
+    train_step(net, scaler, opt, x, y);
+}
+
+// Safe: the caller clears after every step; a step function called once.
+void train_step_cleared(Net net, mpnanny::GradScaler &scaler, torch::optim::Adam &opt,
+                        torch::Tensor x, torch::Tensor y) {
+  at::autocast::set_enabled(true);
+  auto loss = torch::mse_loss(net(x), y);
+  at::autocast::set_enabled(false);
+  scaler.scale(loss).backward();
+  scaler.step(opt);
+  scaler.update();
+}
+void fit_cleared(Net net, mpnanny::GradScaler &scaler, torch::optim::Adam &opt, torch::Tensor x,
+                 torch::Tensor y) {
+  for (int epoch = 0; epoch < 10; ++epoch) {
+    train_step_cleared(net, scaler, opt, x, y);
+    at::autocast::clear_cache();
+  }
+}
+void single_step(Net net, mpnanny::GradScaler &scaler, torch::optim::Adam &opt, torch::Tensor x,
+                 torch::Tensor y) {
+  at::autocast::set_enabled(true);
+  auto loss = torch::mse_loss(net(x), y);
+  at::autocast::set_enabled(false);
+  scaler.scale(loss).backward();
+  scaler.step(opt);
+  scaler.update();
+}
+void fit_once(Net net, mpnanny::GradScaler &scaler, torch::optim::Adam &opt, torch::Tensor x,
+              torch::Tensor y) {
+  single_step(net, scaler, opt, x, y);
+}
