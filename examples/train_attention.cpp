@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <iostream>
 
 struct AttentionBlockImpl : torch::nn::Module {
@@ -64,10 +66,13 @@ int main(int argc, char **argv) {
   const int64_t steps = argc > 1 ? std::atoll(argv[1]) : 30;
   const int64_t vocab = 64, dim = 32, classes = 4, batch = 16, seq = 12;
 
-  // Half precision where the hardware runs it; LibTorch on CPU has no fp16 matmul.
+  // Half precision where the hardware runs it. LibTorch on CPU has no fp16 matmul, so a CPU
+  // run is fp32, or bf16 with EXAMPLE_DTYPE=bf16 (to compare the two with `mpnanny compare`).
   const bool cuda = torch::cuda::is_available();
+  const char *requested = std::getenv("EXAMPLE_DTYPE");
+  const bool bf16 = requested && std::string(requested) == "bf16";
   const torch::Device device = cuda ? torch::kCUDA : torch::kCPU;
-  const torch::Dtype dtype = cuda ? torch::kHalf : torch::kFloat;
+  const torch::Dtype dtype = cuda ? torch::kHalf : bf16 ? torch::kBFloat16 : torch::kFloat;
 
   Classifier model(vocab, dim, classes);
   model->to(device, dtype);
@@ -93,6 +98,7 @@ int main(int argc, char **argv) {
     auto loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
     loss.backward();
     optimizer.step();
+    nanny.record_scalar("loss", loss.item<double>());
     if (step % 10 == 0 || step + 1 == steps)
       std::cout << "step " << step << " loss " << loss.item<float>() << "\n";
   }
