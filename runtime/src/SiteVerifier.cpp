@@ -1,0 +1,221 @@
+#include "SiteVerifier.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace mpnanny {
+
+namespace {
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string collapse_spaces(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') out += c;
+  return out;
+}
+
+// The site's expression starts at (line, column); a multi-line expression is compared on its
+// first line only. Whitespace is ignored, so reformatting inside the line does not make it stale.
+bool source_still_matches(const Site& site) {
+  std::ifstream in(site.file);
+  if (!in) return true;  // sources not shipped with the binary: nothing to compare against
+  std::string text;
+  int64_t read = 0;
+  while (read < site.line && std::getline(in, text)) ++read;
+  if (read < site.line) return false;
+  const std::string expression = collapse_spaces(site.expression.substr(0, site.expression.find('\n')));
+  const std::string line = collapse_spaces(text);
+  const std::string head = expression.substr(0, std::min<size_t>(expression.size(), 24));
+  return head.empty() || line.find(head) != std::string::npos;
+}
+
+std::string number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+}  // namespace
+
+const char* to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::Confirmed: return "CONFIRMED";
+    case Verdict::AtRisk: return "AT_RISK";
+    case Verdict::NotObserved: return "NOT_OBSERVED";
+    case Verdict::NotReached: return "NOT_REACHED";
+  }
+  return "?";
+}
+
+SitesFile load_sites(const std::string& path, bool check_sources) {
+  SitesFile result;
+  std::ifstream in(path);
+  if (!in) {
+    result.warning = "mpnanny: cannot read the sites file " + path + "; site verification is off";
+    return result;
+  }
+  try {
+    const nlohmann::json json = nlohmann::json::parse(in);
+    if (json.value("schema_version", 0) != 1) {
+      result.warning = "mpnanny: " + path + " has schema_version " + json.value("schema_version", nlohmann::json()).dump() +
+                       ", this runtime reads 1; site verification is off";
+      return result;
+    }
+    std::vector<std::string> stale;
+    for (const auto& entry : json.at("sites")) {
+      Site site;
+      site.id = entry.at("id").get<std::string>();
+      site.check = entry.value("check", "");
+      site.file = entry.at("file").get<std::string>();
+      site.line = entry.at("line").get<int64_t>();
+      site.column = entry.value("column", int64_t{0});
+      site.function = entry.value("function", "");
+      site.expression = entry.value("expression", "");
+      site.aten_ops = entry.value("aten_ops", std::vector<std::string>{});
+      site.risk = entry.value("risk", "");
+      site.precision = entry.value("precision", "");
+      if (check_sources && !source_still_matches(site)) {
+        stale.push_back(base_name(site.file) + ":" + std::to_string(site.line));
+        continue;
+      }
+      result.sites.push_back(std::move(site));
+    }
+    if (!stale.empty()) {
+      std::string list;
+      for (const auto& s : stale) list += (list.empty() ? "" : ", ") + s;
+      result.warning = "mpnanny: " + std::to_string(stale.size()) + " site(s) of " + path +
+                       " no longer match their source line and are not verified (" + list +
+                       "); rerun mpnanny-check --export-sites";
+    }
+  } catch (const std::exception& error) {
+    result.sites.clear();
+    result.warning = "mpnanny: malformed sites file " + path + " (" + error.what() + "); site verification is off";
+  }
+  return result;
+}
+
+SiteVerifier::SiteVerifier(std::vector<Site> sites, Precision target)
+    : sites_(std::move(sites)), target_(target), evidence_(sites_.size()) {}
+
+std::optional<size_t> SiteVerifier::match(const std::string& file, int64_t line, const std::string& op) const {
+  const std::string base = base_name(file);
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    const Site& site = sites_[i];
+    if (site.line != line) continue;
+    if (site.file != file && base_name(site.file) != base) continue;
+    if (site.aten_ops.empty() || std::find(site.aten_ops.begin(), site.aten_ops.end(), op) != site.aten_ops.end())
+      return i;
+  }
+  return std::nullopt;
+}
+
+const FormatLimits& SiteVerifier::limits_for(const Site& site) const {
+  if (site.precision == "bf16") return kBf16Limits;
+  if (site.precision == "fp16") return kFp16Limits;
+  return target_ == Precision::BF16 ? kBf16Limits : kFp16Limits;
+}
+
+void SiteVerifier::observe(size_t index, int64_t step, const TensorStats& stats) {
+  if (index >= sites_.size()) return;
+  const Site& site = sites_[index];
+  Evidence& e = evidence_[index];
+  ++e.executions;
+  const FormatLimits& limits = limits_for(site);
+  const bool fp16 = &limits == &kFp16Limits;
+  const std::string format = fp16 ? "fp16" : "bf16";
+  const int64_t overflow = fp16 ? stats.fp16_overflow : stats.bf16_overflow;
+  const int64_t flushed = fp16 ? stats.fp16_flush : stats.bf16_flush;
+  const int64_t subnormal = fp16 ? stats.fp16_subnormal : stats.bf16_subnormal;
+
+  auto record = [&](std::optional<SiteVerdict>& slot, Verdict verdict, const std::string& evidence) {
+    if (slot) return;
+    SiteVerdict v;
+    v.site = &site;
+    v.verdict = verdict;
+    v.step = step;
+    v.evidence = evidence + " at step " + std::to_string(step);
+    slot = v;
+  };
+  const std::string& risk = site.risk;
+  // Non-finite values confirm every risk but underflow: they are what overflow, a domain error
+  // and lost precision end in.
+  if (risk != "underflow" && (stats.nan_count > 0 || stats.inf_count > 0)) {
+    record(e.confirmed, Verdict::Confirmed,
+           std::to_string(stats.nan_count) + " NaN, " + std::to_string(stats.inf_count) + " Inf");
+  }
+  if (risk == "overflow" || risk == "precision-loss") {
+    if (overflow > 0) {
+      record(e.confirmed, Verdict::Confirmed,
+             "max |x| = " + number(stats.max_abs) + " > " + number(limits.max_finite) + " (" + format + " max)");
+    } else if (stats.max_abs * 2.0 > limits.max_finite) {
+      record(e.at_risk, Verdict::AtRisk,
+             "max |x| = " + number(stats.max_abs) + ", headroom " + number(limits.max_finite / stats.max_abs) + "x < 2x");
+    }
+  } else if (risk == "underflow") {
+    if (flushed > 0) {
+      record(e.confirmed, Verdict::Confirmed,
+             std::to_string(flushed) + " non-zero values flush to 0 in " + format + " (min |x| = " +
+                 number(stats.min_abs_nonzero) + ")");
+    } else if (subnormal > 0) {
+      record(e.at_risk, Verdict::AtRisk, std::to_string(subnormal) + " values subnormal in " + format);
+    }
+  } else if (risk == "banned") {
+    record(e.confirmed, Verdict::Confirmed, "executed");
+  }
+  const double ratio = stats.max_abs / limits.max_finite;
+  if (e.worst_step < 0 || ratio > e.worst_ratio) {
+    e.worst_ratio = ratio;
+    e.worst_step = step;
+  }
+}
+
+std::vector<SiteVerdict> SiteVerifier::verdicts() const {
+  std::vector<SiteVerdict> out;
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    const Evidence& e = evidence_[i];
+    SiteVerdict v;
+    if (e.confirmed) {
+      v = *e.confirmed;
+    } else if (e.at_risk) {
+      v = *e.at_risk;
+    } else if (e.executions > 0) {
+      v.verdict = Verdict::NotObserved;
+      v.step = e.worst_step;
+      v.evidence = "executed " + std::to_string(e.executions) + " times, worst headroom " +
+                   (e.worst_ratio > 0 ? number(1.0 / e.worst_ratio) + "x" : std::string("unbounded")) +
+                   " at step " + std::to_string(e.worst_step);
+    } else {
+      v.verdict = Verdict::NotReached;
+      v.evidence = "never executed";
+    }
+    v.site = &sites_[i];
+    v.executions = e.executions;
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string SiteVerifier::format_table(const std::vector<SiteVerdict>& verdicts) {
+  std::ostringstream out;
+  out << "mpnanny site verification:\n";
+  for (const SiteVerdict& v : verdicts) {
+    char row[512];
+    std::snprintf(row, sizeof row, "  %-12s %-28s %-26s %s\n", to_string(v.verdict),
+                  (base_name(v.site->file) + ":" + std::to_string(v.site->line)).c_str(), v.site->check.c_str(),
+                  v.evidence.c_str());
+    out << row;
+  }
+  return out.str();
+}
+
+}  // namespace mpnanny

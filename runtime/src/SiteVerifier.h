@@ -1,0 +1,90 @@
+// Site verification (MPNANNY_VERIFY=1): the static findings of `mpnanny-check --export-sites`,
+// confirmed or cleared by what their ATen ops produced at their source lines.
+//
+// This part is the sites file and the verdicts; it knows nothing of RecordFunction, so that the
+// rules are testable without training. The op observer feeds it (site, step, statistics).
+#ifndef MPNANNY_SITEVERIFIER_H
+#define MPNANNY_SITEVERIFIER_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mpnanny/Alert.h"
+#include "mpnanny/TensorStats.h"
+
+namespace mpnanny {
+
+/// One entry of the sites file (tools/mpnanny-check/README.md, "The sites file").
+struct Site {
+  std::string id;
+  std::string check;
+  std::string file;
+  int64_t line = 0;
+  int64_t column = 0;
+  std::string function;
+  std::string expression;
+  std::vector<std::string> aten_ops;
+  std::string risk;       ///< overflow, underflow, precision-loss, domain, banned
+  std::string precision;  ///< fp32, fp16, bf16
+};
+
+struct SitesFile {
+  std::vector<Site> sites;
+  /// Empty when the file was read cleanly; otherwise the one warning to print (a missing or
+  /// malformed file gives no sites, a stale site is dropped and named).
+  std::string warning;
+};
+
+/// Reads a sites file. Never throws. `check_sources`: drop sites whose source line no longer
+/// holds the start of their expression (the file was edited since the scan).
+SitesFile load_sites(const std::string& path, bool check_sources = true);
+
+enum class Verdict { Confirmed, AtRisk, NotObserved, NotReached };
+const char* to_string(Verdict verdict);
+
+struct SiteVerdict {
+  const Site* site = nullptr;
+  Verdict verdict = Verdict::NotReached;
+  int64_t executions = 0;
+  int64_t step = -1;     ///< the step of the evidence (first confirmation, or worst headroom)
+  std::string evidence;  ///< e.g. "max |x| = 72013 > 65504 at step 37"
+};
+
+class SiteVerifier {
+ public:
+  /// `target`: the format fp32 sites are judged against (a CPU dry run of an fp16 model).
+  SiteVerifier(std::vector<Site> sites, Precision target);
+
+  /// The site an op belongs to: same file (or same base name, since build and scan paths may
+  /// differ), same line, and the op among the site's aten_ops (or the site lists none).
+  std::optional<size_t> match(const std::string& file, int64_t line, const std::string& op) const;
+
+  /// One output of a site's op on `step`.
+  void observe(size_t site, int64_t step, const TensorStats& stats);
+
+  std::vector<SiteVerdict> verdicts() const;
+  const std::vector<Site>& sites() const { return sites_; }
+
+  /// The table printed at exit: one row per site.
+  static std::string format_table(const std::vector<SiteVerdict>& verdicts);
+
+ private:
+  struct Evidence {
+    int64_t executions = 0;
+    std::optional<SiteVerdict> confirmed;  // the first
+    std::optional<SiteVerdict> at_risk;    // the first
+    double worst_ratio = 0.0;              // max |x| / format max
+    int64_t worst_step = -1;
+  };
+  const FormatLimits& limits_for(const Site& site) const;
+
+  std::vector<Site> sites_;
+  Precision target_;
+  std::vector<Evidence> evidence_;
+};
+
+}  // namespace mpnanny
+
+#endif  // MPNANNY_SITEVERIFIER_H

@@ -1,0 +1,108 @@
+// Site verification's sites file and verdict rules, without training.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <limits>
+
+#include "../../runtime/src/SiteVerifier.h"
+#include "TestSupport.h"
+
+namespace mpnanny {
+namespace {
+
+TensorStats stats_with(double max_abs, int64_t fp16_overflow = 0, int64_t nan = 0, int64_t fp16_flush = 0) {
+  TensorStats s;
+  s.numel = 10;
+  s.max_abs = max_abs;
+  s.min_abs_nonzero = fp16_flush > 0 ? 1e-9 : 1e-3;
+  s.fp16_overflow = fp16_overflow;
+  s.nan_count = nan;
+  s.fp16_flush = fp16_flush;
+  return s;
+}
+
+Site site(const std::string& file, int64_t line, const std::string& risk, std::vector<std::string> ops = {}) {
+  Site s;
+  s.id = "0123456789abcdef";
+  s.check = "mpnanny-risky-op";
+  s.file = file;
+  s.line = line;
+  s.expression = "torch::exp(x)";
+  s.aten_ops = std::move(ops);
+  s.risk = risk;
+  s.precision = "fp32";
+  return s;
+}
+
+TEST(SiteVerifier, VerdictsFromObservations) {
+  SiteVerifier verifier({site("/src/model.cpp", 10, "overflow", {"aten::exp"}),
+                         site("/src/model.cpp", 20, "overflow", {"aten::exp"}),
+                         site("/src/model.cpp", 30, "overflow", {"aten::exp"}),
+                         site("/src/model.cpp", 40, "overflow", {"aten::exp"}),
+                         site("/src/model.cpp", 50, "underflow"), site("/src/model.cpp", 60, "domain")},
+                        Precision::FP16);
+  // Matched by line and op; a build path that differs from the scan's still matches by base name.
+  ASSERT_EQ(verifier.match("/build/../src/model.cpp", 10, "aten::exp"), std::optional<size_t>(0));
+  EXPECT_FALSE(verifier.match("/src/model.cpp", 10, "aten::log").has_value());
+  EXPECT_FALSE(verifier.match("/src/other.cpp", 10, "aten::exp").has_value());
+  EXPECT_EQ(verifier.match("/src/model.cpp", 50, "aten::anything"), std::optional<size_t>(4));
+
+  for (int64_t step = 0; step < 40; ++step) {
+    verifier.observe(0, step, stats_with(step == 37 ? 72013 : 100, step == 37 ? 1 : 0));
+    verifier.observe(1, step, stats_with(40000));
+    verifier.observe(2, step, stats_with(step == 5 ? 8000 : 10));
+    verifier.observe(4, step, stats_with(1, 0, 0, step == 3 ? 2 : 0));
+    verifier.observe(5, step, stats_with(1, 0, step == 9 ? 1 : 0));
+  }
+  const auto verdicts = verifier.verdicts();
+  ASSERT_EQ(verdicts.size(), 6u);
+  EXPECT_EQ(verdicts[0].verdict, Verdict::Confirmed);
+  EXPECT_EQ(verdicts[0].step, 37);
+  EXPECT_EQ(verdicts[0].evidence, "max |x| = 72013 > 65504 (fp16 max) at step 37");
+  EXPECT_EQ(verdicts[1].verdict, Verdict::AtRisk);
+  EXPECT_EQ(verdicts[1].step, 0);
+  EXPECT_EQ(verdicts[2].verdict, Verdict::NotObserved);
+  EXPECT_EQ(verdicts[2].executions, 40);
+  EXPECT_EQ(verdicts[2].evidence, "executed 40 times, worst headroom 8.188x at step 5");
+  EXPECT_EQ(verdicts[3].verdict, Verdict::NotReached);
+  EXPECT_EQ(verdicts[4].verdict, Verdict::Confirmed);
+  EXPECT_EQ(verdicts[4].step, 3);
+  EXPECT_EQ(verdicts[5].verdict, Verdict::Confirmed);
+  EXPECT_EQ(verdicts[5].step, 9);
+  const std::string table = SiteVerifier::format_table(verdicts);
+  EXPECT_NE(table.find("CONFIRMED    model.cpp:10"), std::string::npos) << table;
+  EXPECT_NE(table.find("NOT_REACHED  model.cpp:40"), std::string::npos) << table;
+}
+
+TEST(SiteVerifier, MissingMalformedAndStaleSitesFilesWarnOnce) {
+  test::ScratchDir dir;
+  const SitesFile missing = load_sites(dir.file("nope.json"));
+  EXPECT_TRUE(missing.sites.empty());
+  EXPECT_NE(missing.warning.find("cannot read the sites file"), std::string::npos);
+
+  std::ofstream(dir.file("bad.json")) << "{\"schema_version\": 1, \"sites\": [ {\"id\": ";
+  const SitesFile malformed = load_sites(dir.file("bad.json"));
+  EXPECT_TRUE(malformed.sites.empty());
+  EXPECT_NE(malformed.warning.find("malformed sites file"), std::string::npos);
+
+  std::ofstream(dir.file("model.cpp")) << "int a;\n  auto y = torch::exp( x );\nint b;\n";
+  std::ofstream(dir.file("sites.json"))
+      << "{\"schema_version\": 1, \"generated_by\": \"test\", \"sites\": ["
+      << "{\"id\": \"a\", \"check\": \"c\", \"file\": \"" << dir.file("model.cpp")
+      << "\", \"line\": 2, \"column\": 12, \"function\": \"f\", \"expression\": \"torch::exp(x)\","
+      << " \"aten_ops\": [\"aten::exp\"], \"risk\": \"overflow\", \"precision\": \"fp16\"},"
+      << "{\"id\": \"b\", \"check\": \"c\", \"file\": \"" << dir.file("model.cpp")
+      << "\", \"line\": 3, \"expression\": \"torch::log(p)\", \"risk\": \"domain\"}]}";
+  const SitesFile loaded = load_sites(dir.file("sites.json"));
+  ASSERT_EQ(loaded.sites.size(), 1u);
+  EXPECT_EQ(loaded.sites[0].aten_ops, std::vector<std::string>{"aten::exp"});
+  EXPECT_EQ(loaded.sites[0].precision, "fp16");
+  EXPECT_NE(loaded.warning.find("1 site(s)"), std::string::npos) << loaded.warning;
+  EXPECT_NE(loaded.warning.find("model.cpp:3"), std::string::npos) << loaded.warning;
+
+  std::ofstream(dir.file("v2.json")) << "{\"schema_version\": 2, \"sites\": []}";
+  EXPECT_NE(load_sites(dir.file("v2.json")).warning.find("schema_version 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mpnanny
