@@ -10,8 +10,10 @@ std::mutex &lock() {
   static std::mutex M;
   return M;
 }
+// Per thread: mpnanny-check scans files on several threads, each taking the
+// details of the file it just scanned (the checks run on the scanning thread).
 std::vector<FindingDetail> &entries() {
-  static std::vector<FindingDetail> E;
+  thread_local std::vector<FindingDetail> E;
   return E;
 }
 } // namespace

@@ -31,7 +31,7 @@ struct FindingDetail {
 class FindingLog {
 public:
   static void record(FindingDetail Detail);
-  /// Everything recorded so far, and forgets it.
+  /// Everything recorded so far on this thread, and forgets it.
   static std::vector<FindingDetail> take();
 };
 

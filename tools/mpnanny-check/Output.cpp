@@ -1,7 +1,9 @@
 //===--- Output.cpp - mpnanny-check ----------------------------------------===//
 #include "Output.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -29,6 +31,17 @@ Location locate(const std::string &File, unsigned Offset) {
   return L;
 }
 
+std::string absolutePath(const std::string &Path, const std::string &Directory) {
+  if (Path.empty() || llvm::sys::path::is_absolute(Path))
+    return Path;
+  llvm::SmallString<256> Abs(Directory);
+  if (Abs.empty())
+    llvm::sys::fs::current_path(Abs);
+  llvm::sys::path::append(Abs, Path);
+  llvm::sys::path::remove_dots(Abs, /*remove_dot_dot=*/true);
+  return std::string(Abs);
+}
+
 static std::string severityOf(const clang::tidy::ClangTidyError &E) {
   return E.DiagLevel == clang::tooling::Diagnostic::Error ? "error" : "warning";
 }
@@ -42,15 +55,27 @@ std::vector<Finding> collectFindings(const std::vector<clang::tidy::ClangTidyErr
     Finding F;
     F.Check = E.DiagnosticName;
     F.Message = E.Message.Message;
-    F.Where = locate(E.Message.FilePath, E.Message.FileOffset);
+    F.Where = locate(absolutePath(E.Message.FilePath, E.BuildDirectory), E.Message.FileOffset);
     F.Offset = E.Message.FileOffset;
     F.Severity = severityOf(E);
     for (const auto &N : E.Notes)
-      F.Notes.push_back({N.Message, locate(N.FilePath, N.FileOffset)});
+      F.Notes.push_back({N.Message, locate(absolutePath(N.FilePath, E.BuildDirectory), N.FileOffset)});
+    for (const auto &[File, Replacements] : E.Message.Fix)
+      for (const auto &R : Replacements) {
+        Edit Ed;
+        Ed.File = absolutePath(R.getFilePath().str(), E.BuildDirectory);
+        Ed.Offset = R.getOffset();
+        Ed.Length = R.getLength();
+        Ed.Text = R.getReplacementText().str();
+        Ed.Begin = locate(Ed.File, Ed.Offset);
+        Ed.End = locate(Ed.File, Ed.Offset + Ed.Length);
+        F.Edits.push_back(std::move(Ed));
+      }
     for (const auto &D : Details) {
       // The same spelling location and check identify the detail of this warning.
       if (D.Check == F.Check && D.Offset == F.Offset &&
-          (D.File == E.Message.FilePath || llvm::StringRef(E.Message.FilePath).endswith(D.File) ||
+          (D.File == E.Message.FilePath || D.File == F.Where.File ||
+           llvm::StringRef(F.Where.File).endswith(D.File) ||
            llvm::StringRef(D.File).endswith(E.Message.FilePath))) {
         F.Function = D.Function;
         F.Expression = D.Expression;
@@ -113,11 +138,38 @@ nlohmann::json toJson(const Finding &F) {
                      {"file", N.Where.File},
                      {"line", N.Where.Line},
                      {"column", N.Where.Column}});
+  nlohmann::json FixIts = nlohmann::json::array();
+  for (const auto &E : F.Edits)
+    FixIts.push_back({{"file", E.File},
+                      {"line", E.Begin.Line},
+                      {"column", E.Begin.Column},
+                      {"end_line", E.End.Line},
+                      {"end_column", E.End.Column},
+                      {"text", E.Text}});
   return {{"check", F.Check},       {"severity", F.Severity},   {"file", F.Where.File},
           {"line", F.Where.Line},   {"column", F.Where.Column}, {"function", F.Function},
           {"message", F.Message},   {"fix", F.Fix},             {"site_id", F.SiteId},
           {"expression", F.Expression}, {"risk", F.Risk},       {"precision", F.Precision},
-          {"aten_ops", F.AtenOps},  {"notes", Notes}};
+          {"aten_ops", F.AtenOps},  {"notes", Notes},           {"fixits", FixIts}};
+}
+
+nlohmann::json sitesDocument(const std::vector<Finding> &Findings, const std::string &GeneratedBy) {
+  nlohmann::json Sites = nlohmann::json::array();
+  for (const auto &F : Findings)
+    Sites.push_back({{"id", F.SiteId},
+                     {"check", F.Check},
+                     {"severity", F.Severity},
+                     {"file", F.Where.File},
+                     {"line", F.Where.Line},
+                     {"column", F.Where.Column},
+                     {"function", F.Function},
+                     {"expression", F.Expression},
+                     {"aten_ops", F.AtenOps},
+                     {"risk", F.Risk},
+                     {"precision", F.Precision},
+                     {"message", F.Message},
+                     {"fix", F.Fix}});
+  return {{"schema_version", 1}, {"generated_by", GeneratedBy}, {"sites", Sites}};
 }
 
 } // namespace mpnanny::check

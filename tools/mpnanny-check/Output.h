@@ -25,6 +25,14 @@ struct Note {
   Location Where;
 };
 
+/// One replacement of a fix-it: bytes [Offset, Offset + Length) of File become Text.
+struct Edit {
+  std::string File;
+  unsigned Offset = 0, Length = 0;
+  std::string Text;
+  Location Begin, End; ///< End is the position just past the replaced bytes
+};
+
 struct Finding {
   std::string Check;
   std::string Message;
@@ -38,6 +46,7 @@ struct Finding {
   std::string Fix;
   std::vector<std::string> AtenOps;
   std::vector<Note> Notes;
+  std::vector<Edit> Edits; ///< the exact fix-it, when the check offers one
   std::string SiteId;
 };
 
@@ -54,6 +63,13 @@ Location locate(const std::string &File, unsigned Offset);
 std::string siteIdOf(const Finding &F, unsigned Occurrence);
 
 nlohmann::json toJson(const Finding &F);
+
+/// The sites file the runtime reads (format: tools/mpnanny-check/README.md).
+nlohmann::json sitesDocument(const std::vector<Finding> &Findings, const std::string &GeneratedBy);
+
+/// A diagnostic path made absolute: clang-tidy keeps paths as the compile command
+/// spelled them, relative to its directory.
+std::string absolutePath(const std::string &Path, const std::string &Directory);
 
 } // namespace mpnanny::check
 

@@ -2,14 +2,19 @@
 //
 // The pre-training door: runs the same checks as `clang-tidy --load
 // libmpnanny-tidy.so`, linked in, and adds what a scan before training needs:
-// finding LibTorch without a build, JSON output, the knowledge pages.
+// finding LibTorch without a build, whole-project scans on N threads, JSON and
+// SARIF output, the sites file for the runtime, the knowledge pages.
 //
-// Exit codes: 0 no finding, 1 findings, 2 usage or configuration error,
-// 3 a file could not be read or parsed.
+// Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 usage or
+// configuration error, 3 a file could not be read or parsed.
 //
 //===----------------------------------------------------------------------===//
 #include "KnowledgeBase.h"
 #include "Output.h"
+#include "Pages.h"
+#include "Sarif.h"
+#include "Scan.h"
+#include "Scanner.h"
 #include "TorchHeaders.h"
 
 #include "clang-tidy/ClangTidy.h"
@@ -18,7 +23,7 @@
 #include "clang/Tooling/ArgumentsAdjusters.h"
 #include "clang/Tooling/CommonOptionsParser.h"
 #include "clang/Tooling/CompilationDatabase.h"
-#include "clang/Tooling/JSONCompilationDatabase.h"
+#include "clang/Tooling/Core/Replacement.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -26,8 +31,8 @@
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <fstream>
-#include <iostream>
+#include <map>
+#include <thread>
 
 using namespace clang;
 using namespace clang::tidy;
@@ -41,8 +46,12 @@ namespace {
 cl::OptionCategory Category("mpnanny-check options");
 
 cl::list<std::string> Sources(cl::Positional, cl::desc("<source files>"), cl::cat(Category));
-cl::opt<std::string> BuildPath("p", cl::desc("Build folder holding compile_commands.json"),
+cl::opt<std::string> BuildPath("p",
+                               cl::desc("Build folder holding compile_commands.json; with no "
+                                        "file, scan every project file it lists"),
                                cl::value_desc("build"), cl::cat(Category));
+cl::opt<unsigned> Jobs("j", cl::desc("Files scanned in parallel (default: number of cores)"),
+                       cl::init(0), cl::value_desc("N"), cl::cat(Category));
 cl::opt<std::string> RulesDir("rules", cl::desc("Knowledge base directory (default: bundled rules)"),
                               cl::value_desc("dir"), cl::cat(Category));
 cl::opt<std::string> PrecisionOpt(
@@ -52,8 +61,17 @@ cl::opt<std::string> PrecisionOpt(
     cl::cat(Category));
 cl::opt<std::string> ChecksOpt("checks", cl::desc("Checks to run (clang-tidy glob)"),
                                cl::init("-*,mpnanny-*"), cl::cat(Category));
-cl::opt<std::string> FormatOpt("format", cl::desc("Output: text (clang's format) or json"),
+cl::opt<std::string> FormatOpt("format",
+                               cl::desc("Output: text (clang's format), json or sarif (2.1.0)"),
                                cl::init("text"), cl::cat(Category));
+cl::opt<std::string> ExportSites(
+    "export-sites",
+    cl::desc("Write the sites file the runtime verifies (default name: mpnanny-sites.json)"),
+    cl::value_desc("file"), cl::ValueOptional, cl::cat(Category));
+cl::opt<std::string> FailOn("fail-on",
+                            cl::desc("Lowest severity that makes the exit code 1: note, "
+                                     "warning (default) or error"),
+                            cl::init("warning"), cl::cat(Category));
 cl::opt<bool> FixOpt("fix", cl::desc("Apply the fix-its that are exact rewrites"), cl::cat(Category));
 cl::opt<bool> ListChecks("list-checks", cl::desc("List the checks, one line each"),
                          cl::cat(Category));
@@ -62,65 +80,92 @@ cl::opt<std::string> Explain("explain", cl::desc("Print a check's knowledge page
 cl::list<std::string> ExtraArgs("extra-arg", cl::desc("Extra compiler argument"),
                                 cl::cat(Category));
 
-std::string knowledgeDir() {
-  if (const char *Env = std::getenv("MPNANNY_KNOWLEDGE"); Env && *Env)
-    return Env;
-  if (sys::fs::is_directory(MPNANNY_INSTALLED_KNOWLEDGE_DIR))
-    return MPNANNY_INSTALLED_KNOWLEDGE_DIR;
-  return MPNANNY_KNOWLEDGE_DIR;
-}
-
-/// The first paragraph line of a knowledge page after its title: the one-line summary.
-std::string summaryOf(const std::string &Check) {
-  auto Buffer = MemoryBuffer::getFile(knowledgeDir() + "/" + Check + ".md");
-  if (!Buffer)
-    return "";
-  SmallVector<StringRef, 32> Lines;
-  (*Buffer)->getBuffer().split(Lines, '\n');
-  for (StringRef L : Lines) {
-    L = L.trim();
-    if (L.empty() || L.startswith("#") || L.startswith("<!--"))
-      continue;
-    return L.str();
-  }
-  return "";
-}
+const char *const DefaultSitesFile = "mpnanny-sites.json";
 
 int fail(const Twine &Message, int Code) {
   errs() << "mpnanny-check: error: " << Message << "\n";
   return Code;
 }
 
-ClangTidyOptions overrideOptions() {
-  ClangTidyOptions Override;
-  Override.Checks = ChecksOpt;
-  if (!PrecisionOpt.empty())
-    Override.CheckOptions["Precision"] = ClangTidyOptions::ClangTidyValue(PrecisionOpt, 100);
-  if (!RulesDir.empty())
-    Override.CheckOptions["RulesDirectory"] = ClangTidyOptions::ClangTidyValue(RulesDir, 100);
-  return Override;
+mpnanny::check::ScanOptions scanOptions() {
+  mpnanny::check::ScanOptions O;
+  // Only when given: otherwise a .clang-tidy file's `Checks` applies.
+  if (ChecksOpt.getNumOccurrences())
+    O.Checks = ChecksOpt;
+  O.Precision = PrecisionOpt;
+  O.RulesDir = RulesDir;
+  return O;
 }
 
 std::unique_ptr<ClangTidyContext> makeContext() {
-  ClangTidyGlobalOptions Global;
-  ClangTidyOptions Defaults = ClangTidyOptions::getDefaults();
-  Defaults.Checks = "-*,mpnanny-*";
-  Defaults.HeaderFilterRegex = "";
-  Defaults.SystemHeaders = false;
-  auto Provider = std::make_unique<FileOptionsProvider>(Global, Defaults, overrideOptions(),
-                                                        vfs::getRealFileSystem());
-  return std::make_unique<ClangTidyContext>(std::move(Provider));
+  return mpnanny::check::makeContext(scanOptions());
 }
 
-/// Flags for a file that no compilation database describes: C++17 and LibTorch's
-/// headers as system headers, so nothing is reported from them.
-std::vector<std::string> defaultFlags() {
-  std::vector<std::string> Flags = {"-std=c++17", "-xc++"};
-  for (const auto &Dir : mpnanny::check::findTorchIncludeDirs()) {
-    Flags.push_back("-isystem");
-    Flags.push_back(Dir);
+std::vector<std::string> extraArgs() { return {ExtraArgs.begin(), ExtraArgs.end()}; }
+
+std::unique_ptr<tooling::CompilationDatabase>
+adjusted(std::unique_ptr<tooling::CompilationDatabase> Base) {
+  return mpnanny::check::adjusted(std::move(Base), extraArgs());
+}
+
+int severityRank(StringRef S) { return S == "error" ? 2 : S == "warning" ? 1 : 0; }
+
+/// `--export-sites FILE` as well as `--export-sites=FILE`: an optional value is only
+/// taken after '=' by the command-line library, so a following *.json is joined to it.
+std::vector<const char *> joinOptionalValues(int Argc, const char **Argv,
+                                             std::vector<std::string> &Storage) {
+  std::vector<const char *> Out;
+  Storage.reserve(Argc);
+  for (int I = 0; I < Argc; ++I) {
+    StringRef A(Argv[I]);
+    if ((A == "--export-sites" || A == "-export-sites") && I + 1 < Argc &&
+        !StringRef(Argv[I + 1]).startswith("-") && StringRef(Argv[I + 1]).endswith(".json")) {
+      Storage.push_back("--export-sites=" + std::string(Argv[I + 1]));
+      Out.push_back(Storage.back().c_str());
+      ++I;
+      continue;
+    }
+    Out.push_back(Argv[I]);
   }
-  return Flags;
+  return Out;
+}
+
+/// For --fix with JSON or SARIF output, where clang-tidy's reporter would print text
+/// into the document: applies each finding's edits, file by file.
+bool applyEdits(const std::vector<mpnanny::check::Finding> &Findings) {
+  std::map<std::string, tooling::Replacements> ByFile;
+  for (const auto &F : Findings)
+    for (const auto &E : F.Edits) {
+      tooling::Replacement R(E.File, E.Offset, E.Length, E.Text);
+      if (auto Err = ByFile[E.File].add(R)) {
+        consumeError(std::move(Err)); // overlaps an earlier fix: keep the first
+        continue;
+      }
+    }
+  bool Ok = true;
+  for (const auto &[File, Replacements] : ByFile) {
+    auto Buffer = MemoryBuffer::getFile(File);
+    if (!Buffer) {
+      Ok = false;
+      continue;
+    }
+    auto Fixed = tooling::applyAllReplacements((*Buffer)->getBuffer(), Replacements);
+    if (!Fixed) {
+      errs() << "mpnanny-check: error: cannot apply fixes to " << File << ": "
+             << toString(Fixed.takeError()) << "\n";
+      Ok = false;
+      continue;
+    }
+    std::error_code EC;
+    raw_fd_ostream Out(File, EC);
+    if (EC) {
+      Ok = false;
+      continue;
+    }
+    Out << *Fixed;
+    errs() << "mpnanny-check: applied " << Replacements.size() << " fix(es) to " << File << "\n";
+  }
+  return Ok;
 }
 
 } // namespace
@@ -128,20 +173,26 @@ std::vector<std::string> defaultFlags() {
 int main(int argc, const char **argv) {
   // `-- <flags>` after the files: a fixed compilation database, as in clang-tidy.
   std::string FixedError;
-  std::unique_ptr<tooling::CompilationDatabase> Compilations =
+  std::unique_ptr<tooling::CompilationDatabase> Fixed =
       tooling::FixedCompilationDatabase::loadFromCommandLine(argc, argv, FixedError);
+  std::vector<std::string> JoinedArgs;
+  std::vector<const char *> Args = joinOptionalValues(argc, argv, JoinedArgs);
   cl::HideUnrelatedOptions(Category);
   cl::SetVersionPrinter([](raw_ostream &OS) { OS << "mpnanny-check " MPNANNY_VERSION "\n"; });
   if (!cl::ParseCommandLineOptions(
-          argc, argv,
+          static_cast<int>(Args.size()), Args.data(),
           "mpnanny-check: finds fp16/bf16 hazards in LibTorch C++ code before training.\n\n"
+          "  mpnanny-check -p build                scan every file of the project\n"
           "  mpnanny-check -p build model.cpp      use the build's compile_commands.json\n"
-          "  mpnanny-check model.cpp -- -I...      give the flags by hand\n",
+          "  mpnanny-check model.cpp -- -I...      give the flags by hand\n"
+          "  mpnanny-check model.cpp               find LibTorch's headers by itself\n",
           &errs()))
     return 2;
 
-  if (FormatOpt != "text" && FormatOpt != "json")
-    return fail("unknown --format '" + FormatOpt + "' (use text or json)", 2);
+  if (FormatOpt != "text" && FormatOpt != "json" && FormatOpt != "sarif")
+    return fail("unknown --format '" + FormatOpt + "' (use text, json or sarif)", 2);
+  if (FailOn != "note" && FailOn != "warning" && FailOn != "error")
+    return fail("unknown --fail-on '" + FailOn + "' (use note, warning or error)", 2);
   if (!PrecisionOpt.empty() && !mpnanny::kb::parsePrecision(PrecisionOpt))
     return fail("unknown --precision '" + PrecisionOpt +
                     "' (use fp32, fp16, bf16, autocast-fp16 or autocast-bf16)",
@@ -155,35 +206,51 @@ int main(int argc, const char **argv) {
   }
 
   if (!Explain.empty()) {
-    std::string Name = StringRef(Explain).startswith("mpnanny-") ? Explain : "mpnanny-" + Explain;
-    auto Page = MemoryBuffer::getFile(knowledgeDir() + "/" + Name + ".md");
-    if (!Page)
-      Page = MemoryBuffer::getFile(knowledgeDir() + "/" + Explain + ".md");
+    auto Page = mpnanny::check::pageOf(Explain);
     if (!Page)
       return fail("no knowledge page for '" + Explain + "' (see --list-checks)", 2);
-    outs() << (*Page)->getBuffer();
+    outs() << *Page;
     return 0;
   }
 
-  auto Context = makeContext();
+  std::vector<std::string> CheckNames = mpnanny::check::checkNames(ChecksOpt);
   if (ListChecks) {
-    ClangTidyOptions Opts = ClangTidyOptions::getDefaults();
-    Opts.Checks = ChecksOpt;
-    for (const auto &Name : getCheckNames(Opts, false)) {
-      std::string Summary = summaryOf(Name);
+    for (const auto &Name : CheckNames) {
+      auto Page = mpnanny::check::pageOf(Name);
+      std::string Summary = Page ? mpnanny::check::summaryOf(*Page) : "";
       outs() << Name << (Summary.empty() ? "" : "  " + Summary) << "\n";
     }
     return 0;
   }
 
-  if (Sources.empty())
-    return fail("no source file given (mpnanny-check -p build file.cpp, or file.cpp -- flags)", 2);
+  std::unique_ptr<tooling::CompilationDatabase> Project;
+  if (!Fixed && !BuildPath.empty()) {
+    std::string Error;
+    // That folder only: a parent's database would scan some other project.
+    Project = tooling::CompilationDatabase::loadFromDirectory(BuildPath, Error);
+    if (!Project)
+      return fail("no compilation database in '" + BuildPath + "': " + Error +
+                      " (configure with -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)",
+                  2);
+  }
 
   std::vector<std::string> Files;
   bool Unreadable = false;
+  const bool WholeProject = Sources.empty() && Project;
+  if (WholeProject) {
+    Files = mpnanny::check::projectFiles(*Project, BuildPath);
+    if (Files.empty())
+      return fail("'" + BuildPath + "/compile_commands.json' lists no source of the project "
+                                    "(third-party and generated files are skipped)",
+                  2);
+  } else if (Sources.empty()) {
+    return fail("no source file given (mpnanny-check -p build [file.cpp], or file.cpp -- flags)",
+                2);
+  }
   for (const auto &S : Sources) {
     SmallString<256> Abs(S);
     sys::fs::make_absolute(Abs);
+    sys::path::remove_dots(Abs, true);
     if (!sys::fs::exists(Abs) || sys::fs::is_directory(Abs)) {
       errs() << "mpnanny-check: error: cannot read '" << S << "': no such file\n";
       Unreadable = true;
@@ -192,64 +259,97 @@ int main(int argc, const char **argv) {
     Files.push_back(std::string(Abs));
   }
 
-  if (!Compilations && !BuildPath.empty()) {
-    std::string Error;
-    Compilations = tooling::CompilationDatabase::autoDetectFromDirectory(BuildPath, Error);
-    if (!Compilations)
-      return fail("no compilation database in '" + BuildPath + "': " + Error +
-                      " (configure with -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)",
-                  2);
+  std::vector<std::vector<tooling::CompileCommand>> Commands;
+  {
+    std::unique_ptr<tooling::CompilationDatabase> Given =
+        Fixed ? adjusted(std::move(Fixed)) : Project ? adjusted(std::move(Project)) : nullptr;
+    for (const auto &F : Files)
+      Commands.push_back(Given ? Given->getCompileCommands(F)
+                               : mpnanny::check::discoveredCommands(F, extraArgs()));
   }
-  if (!Compilations && !Files.empty()) {
-    std::string Error;
-    Compilations = tooling::CompilationDatabase::autoDetectFromSource(Files.front(), Error);
-  }
-  if (!Compilations)
-    Compilations = std::make_unique<tooling::FixedCompilationDatabase>(".", defaultFlags());
 
-  auto Adjusted = std::make_unique<tooling::ArgumentsAdjustingCompilations>(std::move(Compilations));
-  Adjusted->appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
-      {"-resource-dir=" MPNANNY_CLANG_RESOURCE_DIR}, tooling::ArgumentInsertPosition::BEGIN));
-  // GCC-only flags in a g++ build's database are noise to clang, not errors.
-  Adjusted->appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
-      {"-Wno-unknown-warning-option", "-Wno-unused-command-line-argument"},
-      tooling::ArgumentInsertPosition::END));
-  if (!ExtraArgs.empty())
-    Adjusted->appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
-        std::vector<std::string>(ExtraArgs.begin(), ExtraArgs.end()),
-        tooling::ArgumentInsertPosition::END));
+  unsigned JobCount = Jobs ? Jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<mpnanny::check::FileScan> Scans =
+      mpnanny::check::scanFiles(Files, Commands, makeContext, JobCount, /*ApplyFixes=*/false);
+  mpnanny::check::dropRepeats(Scans);
 
   std::vector<ClangTidyError> Errors;
-  if (!Files.empty()) {
-    auto BaseFS = makeIntrusiveRefCnt<vfs::OverlayFileSystem>(vfs::getRealFileSystem());
-    Errors = runClangTidy(*Context, *Adjusted, Files, BaseFS, FixOpt);
-    if (FormatOpt == "text" || FixOpt) {
+  std::vector<mpnanny::FindingDetail> Details;
+  for (auto &S : Scans) {
+    if (FormatOpt == "text") {
       unsigned WarningsAsErrors = 0;
       // clang-tidy's own reporter prints the findings, so both doors read alike.
-      handleErrors(Errors, *Context, FixOpt ? FB_Fix : FB_NoFix, WarningsAsErrors, BaseFS);
+      handleErrors(S.Errors, *S.Context, FixOpt ? FB_Fix : FB_NoFix, WarningsAsErrors,
+                   vfs::createPhysicalFileSystem());
     }
+    Errors.insert(Errors.end(), S.Errors.begin(), S.Errors.end());
+    Details.insert(Details.end(), S.Details.begin(), S.Details.end());
   }
-
   std::vector<mpnanny::check::Finding> Findings =
-      mpnanny::check::collectFindings(Errors, mpnanny::FindingLog::take());
+      mpnanny::check::collectFindings(Errors, Details);
+  if (FixOpt && FormatOpt != "text")
+    applyEdits(Findings);
+
+  // A file that did not parse: its findings are printed, but the scan is incomplete.
+  std::vector<std::string> Problems = mpnanny::check::parseProblems(Scans);
+  for (const auto &P : Problems)
+    errs() << "mpnanny-check: error: " << P << "\n";
+  // A bad check option (`Precision: fp12` in .clang-tidy) is a configuration error.
+  unsigned ConfigErrors = 0;
+  for (const auto &E : Errors)
+    if (E.DiagnosticName == "clang-tidy-config" && E.DiagLevel == tooling::Diagnostic::Error) {
+      ++ConfigErrors;
+      if (FormatOpt != "text")
+        errs() << "mpnanny-check: error: " << E.Message.Message << "\n";
+    }
+
   if (FormatOpt == "json") {
     nlohmann::json Out = nlohmann::json::array();
     for (const auto &F : Findings)
       Out.push_back(mpnanny::check::toJson(F));
     outs() << Out.dump(2) << "\n";
+  } else if (FormatOpt == "sarif") {
+    mpnanny::check::SarifRun Run;
+    Run.ToolVersion = MPNANNY_VERSION;
+    Run.Checks = CheckNames;
+    SmallString<256> Cwd;
+    if (!sys::fs::current_path(Cwd))
+      Run.WorkingDirectory = std::string(Cwd);
+    Run.Problems = Problems;
+    outs() << mpnanny::check::toSarif(Findings, Run).dump(2) << "\n";
   }
 
-  // A file that did not parse: its findings are printed, but the scan is incomplete.
-  std::map<std::string, unsigned> ParseErrors;
-  for (const auto &E : Errors)
-    if (E.DiagLevel == tooling::Diagnostic::Error &&
-        StringRef(E.DiagnosticName).startswith("clang-diagnostic"))
-      ++ParseErrors[E.Message.FilePath.empty() ? "<command line>" : E.Message.FilePath];
-  for (const auto &[File, Count] : ParseErrors)
-    errs() << "mpnanny-check: error: " << File << ": " << Count
-           << " compile error(s); the scan of this file is incomplete. Pass the build's flags "
-              "with -p build (compile_commands.json) or after -- (-- -std=c++17 -I...)\n";
-  if (Unreadable || !ParseErrors.empty())
+  if (ExportSites.getNumOccurrences()) {
+    std::string Path = ExportSites.empty() ? DefaultSitesFile : ExportSites.getValue();
+    std::error_code EC;
+    raw_fd_ostream Out(Path, EC);
+    if (EC)
+      return fail("cannot write the sites file '" + Path + "': " + EC.message(), 2);
+    Out << mpnanny::check::sitesDocument(Findings, "mpnanny-check " MPNANNY_VERSION).dump(2)
+        << "\n";
+  }
+
+  if (WholeProject || Files.size() > 1) {
+    std::map<std::string, unsigned> PerCheck;
+    for (const auto &F : Findings)
+      ++PerCheck[F.Check];
+    errs() << "mpnanny-check: " << Files.size() << " file(s) scanned, " << Findings.size()
+           << " finding(s)";
+    const char *Sep = ": ";
+    for (const auto &[Check, N] : PerCheck) {
+      errs() << Sep << Check << " " << N;
+      Sep = ", ";
+    }
+    errs() << "; " << Problems.size() << " file(s) with errors\n";
+  }
+
+  if (Unreadable || !Problems.empty())
     return 3;
-  return Findings.empty() ? 0 : 1;
+  if (ConfigErrors)
+    return 2;
+  int Threshold = severityRank(FailOn);
+  for (const auto &F : Findings)
+    if (severityRank(F.Severity) >= Threshold)
+      return 1;
+  return 0;
 }

@@ -1,0 +1,55 @@
+//===--- Scan.h - mpnanny-check ----------------------------------*- C++ -*-===//
+//
+// Scanning many translation units: which files of a compilation database are the
+// project's own, and running the checks over them on N threads, each file with
+// its own clang-tidy context, the results kept in the files' order so that the
+// output does not depend on N.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MPNANNY_TOOLS_SCAN_H
+#define MPNANNY_TOOLS_SCAN_H
+
+#include "FindingLog.h"
+#include "clang-tidy/ClangTidy.h"
+#include "clang-tidy/ClangTidyDiagnosticConsumer.h"
+#include "clang/Tooling/CompilationDatabase.h"
+#include "llvm/Support/VirtualFileSystem.h"
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mpnanny::check {
+
+/// The project's own C/C++ sources in a compilation database: not third-party
+/// (_deps/, third_party/, external/, vendor/, /usr/, /opt/), not generated in the
+/// build folder. Sorted, each once.
+std::vector<std::string> projectFiles(const clang::tooling::CompilationDatabase &DB,
+                                      const std::string &BuildDir);
+
+struct FileScan {
+  std::string File;
+  std::unique_ptr<clang::tidy::ClangTidyContext> Context;
+  std::vector<clang::tidy::ClangTidyError> Errors;
+  std::vector<FindingDetail> Details;
+};
+
+using ContextFactory = std::function<std::unique_ptr<clang::tidy::ClangTidyContext>()>;
+/// A fresh file system per file (clang-tidy sets the working directory on it).
+using FileSystemFactory = std::function<llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem>()>;
+
+/// Runs the checks on every file, Jobs at a time. Commands[i] are the compile
+/// commands of Files[i]. MakeFS, when set, is what the compiler reads
+/// through (sources in memory, a sandbox); by default the disk. Progress "[i/N] file" goes to stderr when it is a terminal.
+std::vector<FileScan> scanFiles(const std::vector<std::string> &Files,
+                                const std::vector<std::vector<clang::tooling::CompileCommand>> &Commands,
+                                const ContextFactory &MakeContext, unsigned Jobs, bool ApplyFixes,
+                                const FileSystemFactory &MakeFS = nullptr);
+
+/// Drops the diagnostics an earlier file already reported (a finding in a header
+/// that several files include), so that each is printed and counted once.
+void dropRepeats(std::vector<FileScan> &Scans);
+
+} // namespace mpnanny::check
+
+#endif
