@@ -30,7 +30,11 @@ config.substitutions.append(("%binary_dir", config.mpnanny_binary_dir))
 if config.torch_include_dirs:
     config.available_features.add("libtorch")
     config.substitutions.append(
-        ("%torch_flags", "-std=c++17 " + " ".join("-isystem " + d for d in config.torch_include_dirs)))
+        # /usr/include is a system folder already: -isystem would put it before the C++
+        # library's headers and break <cstdlib>'s #include_next <stdlib.h>.
+        ("%torch_flags", "-std=c++17 " + " ".join(
+            "-isystem " + d for d in config.torch_include_dirs
+            if os.path.normpath(d) not in ("/usr/include", "/usr/local/include"))))
 if os.path.exists(config.old_clang_tidy or ""):
     config.available_features.add("old-clang-tidy")
 

@@ -56,6 +56,10 @@ std::vector<std::string> checkNames(const std::string &Glob) {
 std::vector<std::string> defaultFlags() {
   std::vector<std::string> Flags = {"-std=c++17", "-xc++"};
   for (const auto &Dir : findTorchIncludeDirs()) {
+    // Already a system folder: naming it again with -isystem moves it before the C++
+    // library's own headers, and <cstdlib>'s #include_next <stdlib.h> then fails.
+    if (Dir == "/usr/include" || Dir == "/usr/local/include")
+      continue;
     Flags.push_back("-isystem");
     Flags.push_back(Dir);
   }

@@ -229,8 +229,9 @@ int main(int argc, const char **argv) {
     // That folder only: a parent's database would scan some other project.
     Project = tooling::CompilationDatabase::loadFromDirectory(BuildPath, Error);
     if (!Project)
-      return fail("no compilation database in '" + BuildPath + "': " + Error +
-                      " (configure with -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)",
+      return fail("no compilation database in '" + BuildPath +
+                      "': no compile_commands.json there (configure with "
+                      "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON)",
                   2);
   }
 
