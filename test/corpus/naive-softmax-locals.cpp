@@ -3,15 +3,15 @@
 
 torch::Tensor half_weights(torch::Tensor scores) {
   auto s = scores.to(torch::kHalf);
-  auto e = s.exp(); // expect: mpnanny-risky-op
+  auto e = s.exp(); // ok: mpnanny-risky-op
   auto p = e / e.sum(-1, true); // expect: mpnanny-naive-softmax
   auto z = e.sum(-1, false).unsqueeze(-1);
   auto p2 = e / z; // expect: mpnanny-naive-softmax
   auto shifted = s - s.amax(-1, true);
-  auto es = shifted.exp(); // expect: mpnanny-risky-op
+  auto es = shifted.exp(); // ok: mpnanny-risky-op
   auto p3 = es / es.sum(-1, true); // ok: mpnanny-naive-softmax
   auto m = std::get<0>(s.max(-1, true));
-  auto em = (s - m).exp(); // expect: mpnanny-risky-op
+  auto em = (s - m).exp(); // ok: mpnanny-risky-op
   auto p4 = em / em.sum(-1, true); // ok: mpnanny-naive-softmax
   auto other = e / s.sum(-1, true); // ok: mpnanny-naive-softmax
   return p + p2 + p3 + p4 + other;

@@ -5,7 +5,7 @@
 torch::Tensor half_sample_probs(torch::Tensor logits, double temperature) {
   auto h = logits.to(torch::kHalf);
   auto t = h / temperature;
-  auto p = torch::exp(t) / torch::exp(t).sum(-1, true); // expect: mpnanny-naive-softmax, mpnanny-risky-op
+  auto p = torch::exp(t) / torch::exp(t).sum(-1, true); // ok: mpnanny-risky-op // expect: mpnanny-naive-softmax
   auto q = torch::softmax(h / temperature, -1, torch::kFloat); // ok: mpnanny-naive-softmax
   return p + q;
 }

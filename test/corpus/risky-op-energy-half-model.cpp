@@ -6,7 +6,7 @@ struct EnergyHeadImpl : torch::nn::Module {
   torch::nn::Linear proj{torch::nn::LinearOptions(64, 64)};
   torch::Tensor forward(torch::Tensor x) {
     auto logits = proj(x);
-    auto unnormalized = torch::exp(logits); // expect: mpnanny-risky-op
+    auto unnormalized = torch::exp(logits); // ok: mpnanny-risky-op
     auto energy = logits.pow(2); // expect: mpnanny-risky-op
     auto stable = torch::exp(logits.to(torch::kFloat)); // ok: mpnanny-risky-op
     auto squared = logits.to(torch::kFloat).pow(2); // ok: mpnanny-risky-op

@@ -141,6 +141,8 @@ public:
   Tensor pow(const Tensor &exponent) const;
   Tensor &pow_(const Scalar &exponent);
   Tensor square() const;
+  Tensor cosh() const;
+  Tensor sinh() const;
   Tensor abs() const;
   Tensor neg() const;
   Tensor sigmoid() const;
@@ -227,6 +229,8 @@ Tensor rsqrt(const Tensor &self);
 Tensor reciprocal(const Tensor &self);
 Tensor pow(const Tensor &self, const Scalar &exponent);
 Tensor square(const Tensor &self);
+Tensor cdist(const Tensor &x1, const Tensor &x2, double p = 2,
+             optional<int64_t> compute_mode = nullopt);
 Tensor abs(const Tensor &self);
 Tensor sigmoid(const Tensor &self);
 Tensor tanh(const Tensor &self);
