@@ -8,4 +8,22 @@ build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C "$build" -j "$jobs"
-ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
+log="$build/ctest-output.txt"
+set +e
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# The corpus score per check, as the catalogue issue asks to see it on every run.
+if [ -f "$build/test/corpus/corpus-score.txt" ]; then
+  echo
+  cat "$build/test/corpus/corpus-score.txt"
+fi
+# ctest's own count, repeated last so that it stays the closing line.
+summary=$(grep -Eo '[0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
+if [ -n "$summary" ]; then
+  failed=${summary%% *}
+  total=${summary##* }
+  echo
+  echo "$((total - failed)) passed, $failed failed"
+fi
+exit "$status"

@@ -50,6 +50,21 @@ def scan(tool, mock, rules, path):
         return None, "bad JSON from mpnanny-check: %s" % e
 
 
+class Tee:
+    """Prints to the terminal and to a file at once."""
+
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text):
+        for s in self.streams:
+            s.write(text)
+
+    def flush(self):
+        for s in self.streams:
+            s.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mpnanny-check", required=True, help="path of the mpnanny-check binary")
@@ -61,7 +76,11 @@ def main():
     ap.add_argument("--min-recall", type=float, default=0.95)
     ap.add_argument("--max-fp-rate", type=float, default=0.05)
     ap.add_argument("--verbose", action="store_true", help="list every miss and false positive")
+    ap.add_argument("--table-file", default="",
+                    help="also write what is printed here (tools/test.sh shows it after ctest)")
     args = ap.parse_args()
+    if args.table_file:
+        sys.stdout = Tee(sys.stdout, open(args.table_file, "w"))
 
     files = sorted(glob.glob(os.path.join(args.corpus, "*.cpp")))
     if not files:
