@@ -10,7 +10,7 @@
 // RUN: FileCheck %s --check-prefix=CHECK-FIXES < %t/json.cpp
 // RUN: FileCheck %s --check-prefix=JSON < %t/json.out
 // RUN: not %mpnanny_check --format=sarif --checks='-*,mpnanny-log-softmax' %s -- %check_flags > %t/fix.sarif
-// RUN: %python %inputs/driver/validate_sarif.py %inputs/sarif-schema-2.1.0-subset.json %t/fix.sarif
+// RUN: %python %inputs/driver/validate_sarif.py %sarif_schema %t/fix.sarif
 // RUN: FileCheck %s --check-prefix=SARIF < %t/fix.sarif
 // Without --fix the file is left alone.
 // RUN: cp %s %t/nofix.cpp && not %mpnanny_check --checks='-*,mpnanny-log-softmax' %t/nofix.cpp -- %check_flags > /dev/null

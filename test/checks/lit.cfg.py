@@ -43,3 +43,14 @@ config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.envi
 for var in ["MPNANNY_RULES", "MPNANNY_KNOWLEDGE", "TORCH_DIR"]:
     config.environment.pop(var, None)
 config.pipefail = False
+
+# The official SARIF 2.1.0 schema, fetched by the checks-sarif-schema test from npm; a
+# hand-written subset of it when the registry could not be reached.
+official_sarif = os.path.join(config.test_exec_root, "sarif-schema", "package", "lib", "schemas",
+                              "sarif-2.1.0-rtm.5.json")
+if os.path.exists(official_sarif):
+    config.substitutions.append(("%sarif_schema", official_sarif))
+else:
+    lit_config.note("official SARIF schema not fetched: validating against the subset")
+    config.substitutions.append(
+        ("%sarif_schema", os.path.join(config.test_source_root, "Inputs", "sarif-schema-2.1.0-subset.json")))

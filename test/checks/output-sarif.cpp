@@ -1,9 +1,9 @@
 // RUN: %python %inputs/driver/expect_exit.py 1 %mpnanny_check --format=sarif %s -- %check_flags > %t.sarif
-// RUN: %python %inputs/driver/validate_sarif.py %inputs/sarif-schema-2.1.0-subset.json %t.sarif | FileCheck %s --check-prefix=VALID
+// RUN: %python %inputs/driver/validate_sarif.py %sarif_schema %t.sarif | FileCheck %s --check-prefix=VALID
 // RUN: FileCheck %s < %t.sarif
 // A clean run is a valid log too, with the rules and no result.
 // RUN: %python %inputs/driver/expect_exit.py 0 %mpnanny_check --format=sarif --checks='-*,mpnanny-risky-op' %s -- %check_flags -DNOTHING > %t.empty.sarif
-// RUN: %python %inputs/driver/validate_sarif.py %inputs/sarif-schema-2.1.0-subset.json %t.empty.sarif | FileCheck %s --check-prefix=EMPTY
+// RUN: %python %inputs/driver/validate_sarif.py %sarif_schema %t.empty.sarif | FileCheck %s --check-prefix=EMPTY
 
 // --format=sarif: SARIF 2.1.0 with the checks as rules (help from knowledge/), notes as
 // related locations and the site id as a partial fingerprint.
