@@ -34,7 +34,7 @@ void Fp16ConstantRangeCheck::check(const MatchFinder::MatchResult &Result) {
 
 /// True when a non-zero value rounds to zero in the format.
 static bool flushesToZero(double V, kb::Format F) {
-  return V != 0 && std::fabs(V) < limitsOf(F).MinSubnormal / 2;
+  return V != 0 && std::fabs(V) < limitsOf(F).flushBelow();
 }
 static bool overflows(double V, kb::Format F) {
   return std::isfinite(V) && std::fabs(V) > limitsOf(F).Max;

@@ -175,7 +175,7 @@ void GradScalerConfigCheck::checkSetting(llvm::StringRef Name, const Expr *Value
     if (*V > 16777216.0)
       Message = "loss scaler init scale " + Num +
                 " is above 2^24 (16777216): every scaled fp16 gradient above " +
-                formatNumber(65504.0 / *V) +
+                formatNumber(limitsOf(kb::Format::FP16).Max / *V) +
                 " overflows 65504, so the first steps are skipped while the scale backs off";
     else if (*V < 1)
       Message = "loss scaler init scale " + Num +

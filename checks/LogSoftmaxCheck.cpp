@@ -157,7 +157,7 @@ void LogSoftmaxCheck::check(const MatchFinder::MatchResult &Result) {
   auto SoftmaxCall = classifyTorchCall(*Found->Softmax);
   kb::Format Format = Ranges->formatOf(Found->Softmax);
   const char *FormatName = kb::toString(Format);
-  double Flush = limitsOf(Format).MinSubnormal / 2;
+  double Flush = limitsOf(Format).flushBelow();
 
   std::string Message = LogCall->spelled() + " of " + SoftmaxCall->spelled() +
                         " probabilities (computed in " + FormatName +

@@ -68,6 +68,8 @@ struct FormatLimits {
   double MinNormal;      ///< smallest normal
   double MinSubnormal;   ///< smallest subnormal; values below half of it round to 0
   double Epsilon;
+  /// Non-zero values below this round to 0 (half the smallest subnormal).
+  double flushBelow() const { return MinSubnormal / 2; }
 };
 const FormatLimits &limitsOf(kb::Format F);
 /// Prints a number the way a user would write it in a message: 65504, 1e-08, 5.96e-08.

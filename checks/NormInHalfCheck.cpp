@@ -117,18 +117,6 @@ bool NormInHalfCheck::isMemberOfConvertedModel(const TorchCall &Call, ASTContext
   return F && kb::isHalfFormat(*F);
 }
 
-/// The record whose `->to(...)` this is: `net->to(kHalf)` converts NetImpl.
-static const CXXRecordDecl *convertedRecord(const CXXMemberCallExpr &To) {
-  const Expr *Obj = To.getImplicitObjectArgument();
-  if (!Obj)
-    return nullptr;
-  Obj = Obj->IgnoreParenImpCasts();
-  QualType T = Obj->getType();
-  if (T->isPointerType())
-    T = T->getPointeeType();
-  return T->getAsCXXRecordDecl();
-}
-
 static std::optional<kb::Format> conversionFormat(const CXXMemberCallExpr &To) {
   for (const Expr *Arg : To.arguments())
     if (auto F = dtypeNamedIn(Arg))
@@ -137,7 +125,7 @@ static std::optional<kb::Format> conversionFormat(const CXXMemberCallExpr &To) {
 }
 
 void NormInHalfCheck::checkConversion(const CXXMemberCallExpr &To, ASTContext &Ctx) {
-  const CXXRecordDecl *RD = convertedRecord(To);
+  const CXXRecordDecl *RD = objectRecordOf(To);
   auto Format = conversionFormat(To);
   if (!RD || !Format || !kb::isHalfFormat(*Format))
     return;

@@ -70,18 +70,6 @@ bool isNnModuleRecord(const CXXRecordDecl *RD) {
          inNamespace(*RD, "torch", "nn");
 }
 
-/// The class of the object a member call is made on, through pointers.
-const CXXRecordDecl *objectRecord(const CXXMemberCallExpr &Call) {
-  const Expr *Obj = Call.getImplicitObjectArgument();
-  if (Obj)
-    Obj = Obj->IgnoreParenImpCasts(); // the derived-to-base cast to torch::nn::Module
-  if (!Obj)
-    return nullptr;
-  QualType T = Obj->getType();
-  if (T->isPointerType())
-    T = T->getPointeeType();
-  return T->getAsCXXRecordDecl();
-}
 
 } // namespace
 
@@ -250,7 +238,7 @@ void PrecisionContext::collect() {
               F.Marker = {N == "half" ? Format::FP16 : Format::BF16,
                           SM.getExpansionLoc(Call->getExprLoc())};
             if (N == "to" && isNnModuleRecord(M->getParent()))
-              if (const CXXRecordDecl *Obj = objectRecord(*Member);
+              if (const CXXRecordDecl *Obj = objectRecordOf(*Member);
                   Obj && !isNnModuleRecord(Obj))
                 for (const Expr *Arg : Call->arguments())
                   if (auto D = lowestDtypeIn(Arg)) {

@@ -48,7 +48,7 @@ RangeAnalysis::~RangeAnalysis() = default;
 /// subnormal it is 0 (1e-8 in fp16), beyond the largest finite value it is inf.
 static double roundConstant(double V, kb::Format F) {
   const FormatLimits &L = limitsOf(F);
-  if (std::fabs(V) < L.MinSubnormal / 2)
+  if (std::fabs(V) < L.flushBelow())
     return 0;
   if (std::isfinite(V) && std::fabs(V) > L.Max)
     return V > 0 ? Inf : -Inf;
@@ -60,11 +60,11 @@ static double roundConstant(double V, kb::Format F) {
 /// because "positive, of unknown size" is not evidence of underflow.
 static Interval roundTo(Interval I, kb::Format F) {
   const FormatLimits &L = limitsOf(F);
-  if (I.Lo > 0 && I.Lo < L.MinSubnormal / 2) {
+  if (I.Lo > 0 && I.Lo < L.flushBelow()) {
     I.Lo = 0;
     I.LoOpen = false;
   }
-  if (I.Hi < 0 && I.Hi > -L.MinSubnormal / 2) {
+  if (I.Hi < 0 && I.Hi > -L.flushBelow()) {
     I.Hi = 0;
     I.HiOpen = false;
   }

@@ -37,6 +37,16 @@ bool isTensorType(QualType T) {
   return isTensorRecord(T->getAsCXXRecordDecl());
 }
 
+const CXXRecordDecl *objectRecordOf(const CXXMemberCallExpr &Call) {
+  const Expr *Obj = Call.getImplicitObjectArgument();
+  if (!Obj)
+    return nullptr;
+  QualType T = Obj->IgnoreParenImpCasts()->getType();
+  if (T->isPointerType())
+    T = T->getPointeeType();
+  return T->getAsCXXRecordDecl();
+}
+
 const Expr *ignoreConversions(const Expr *E) {
   while (E) {
     const Expr *Before = E;

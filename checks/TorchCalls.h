@@ -59,6 +59,10 @@ std::optional<kb::Format> explicitDtype(const TorchCall &Call);
 /// unary minus and constant expressions.
 std::optional<double> evaluateNumber(const Expr *E, const ASTContext &Ctx);
 
+/// The class of the object a member call is made on, through pointers and the
+/// derived-to-base cast (`net->to(...)` is made on NetImpl, not torch::nn::Module).
+const CXXRecordDecl *objectRecordOf(const CXXMemberCallExpr &Call);
+
 /// True for at::Tensor (and references to it), the type every op works on.
 bool isTensorType(QualType T);
 

@@ -106,16 +106,6 @@ static const FunctionDecl *enclosingFunctionOf(const Stmt &S, ASTContext &Ctx) {
   return nullptr;
 }
 
-static const CXXRecordDecl *objectRecord(const CXXMemberCallExpr &Call) {
-  const Expr *Obj = Call.getImplicitObjectArgument();
-  if (!Obj)
-    return nullptr;
-  QualType T = Obj->IgnoreParenImpCasts()->getType();
-  if (T->isPointerType())
-    T = T->getPointeeType();
-  return T->getAsCXXRecordDecl();
-}
-
 bool isScalerRecord(const CXXRecordDecl *RD) {
   return RD && RD->getIdentifier() && lowered(RD->getName()).find("scaler") != std::string::npos;
 }
@@ -131,7 +121,7 @@ std::optional<std::string> scalerMethod(const CallExpr &Call) {
   llvm::StringRef N = Member->getMethodDecl()->getName();
   if (N != "scale" && N != "unscale_" && N != "step" && N != "update")
     return std::nullopt;
-  if (!isScalerRecord(objectRecord(*Member)) && !isScalerRecord(Member->getMethodDecl()->getParent()))
+  if (!isScalerRecord(objectRecordOf(*Member)) && !isScalerRecord(Member->getMethodDecl()->getParent()))
     return std::nullopt;
   return N.str();
 }
@@ -190,7 +180,7 @@ bool isOptimizerStep(const CallExpr &Call) {
   if (!Member || !Member->getMethodDecl() || !Member->getMethodDecl()->getIdentifier() ||
       Member->getMethodDecl()->getName() != "step")
     return false;
-  if (isOptimizerRecord(objectRecord(*Member)))
+  if (isOptimizerRecord(objectRecordOf(*Member)))
     return true;
   return scalerMethod(Call) && Call.getNumArgs() >= 1;
 }
