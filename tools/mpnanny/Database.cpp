@@ -123,10 +123,23 @@ Database::Database(const std::string& spec) {
   if (!looks_like_sqlite(path_)) throw Error(path_ + ": not an mpnanny database (not an SQLite file)");
   if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close_v2(db_);  // a failed open still allocates the handle
+    db_ = nullptr;
     throw Error(path_ + ": cannot open: " + message);
   }
   // The runtime may still be writing (WAL): wait a little for its transaction rather than fail.
   sqlite3_busy_timeout(db_, 2000);
+  // A constructor that throws runs no destructor: the handle is closed here (found by fuzz_query).
+  try {
+    read_run(wanted_run);
+  } catch (...) {
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+void Database::read_run(std::optional<int64_t> wanted_run) {
   if (!has_table("meta") || !has_table("runs")) {
     throw Error(path_ + ": not an mpnanny database (no meta/runs tables)");
   }

@@ -74,6 +74,9 @@ class Database {
   std::unique_ptr<Statement> prepare(const std::string& sql) const;
 
  private:
+  /// Checks that the file is mpnanny's and reads the run's row (the latest, or `wanted_run`).
+  void read_run(std::optional<int64_t> wanted_run);
+
   sqlite3* db_ = nullptr;
   std::string path_;
   int rank_ = 0;
