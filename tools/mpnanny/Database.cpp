@@ -163,6 +163,14 @@ void Database::read_run(std::optional<int64_t> wanted_run) {
       throw Error(path_ + (wanted_run ? ": has no run " + std::to_string(*wanted_run) : std::string(": holds no run")));
     }
     run_ = statement.row();
+    // The tools read the run's columns through a const reference, where a missing key is undefined
+    // behaviour in nlohmann::json (found by fuzz_query: a runs table with a damaged column name).
+    // A column that is not there reads as null.
+    for (const char* column : {"run_id", "started_at", "ended_at", "pid", "rank", "local_rank", "world_size",
+                               "precision", "options_json", "torch_version", "dropped_records"}) {
+      if (!run_.contains(column)) run_[column] = nullptr;
+    }
+    if (!run_["run_id"].is_number_integer()) throw Error(path_ + ": not an mpnanny database (runs has no run_id)");
     run_id_ = run_["run_id"].get<int64_t>();
     rank_ = run_["rank"].is_number_integer() ? run_["rank"].get<int>()
                                               : rank_from_file_name(fs::path(path_).filename().string());
