@@ -11,6 +11,8 @@
 #include <mutex>
 #include <type_traits>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <vector>
 
 #ifdef MPNANNY_WITH_CUDA
@@ -46,76 +48,102 @@ void TensorStats::merge(const TensorStats& other) {
 
 namespace {
 
-// Elements are widened into a small block first; the loop over the block has no data-dependent
-// branches (float classification is integer compares on the magnitude's bits, see
-// ElementClass.h), so the compiler vectorizes it, and the histogram scatter runs as a second short
-// loop over bucket bytes already in L1, spread over four sub-histograms to break the dependency
-// between equal buckets. target_clones builds an AVX2 copy chosen at load time.
-constexpr int64_t kBlock = 1024;
+// Fast path for float, half and bfloat16 (widened to float exactly): a block of elements is
+// classified by one loop with no data-dependent branches (integer compares on the magnitude's
+// bits in int32 lanes, ElementClass.h's classify_magnitude_lane), so GCC vectorizes it; the
+// histogram is a second, scalar loop over the same block, still in L1, that only counts
+// exponent fields (sign included, 512 bins, four copies so that equal neighbours do not wait on
+// each other's increments). The fields fold into log2 buckets (histogram_bucket_of_exponent_field)
+// at the end of a stretch, less the zeros and NaNs, which the classification counted.
+//
+// Sums: each element is widened to double in the vector loop and summed there; a double lane
+// holds the square of any float, so sum_squares cannot overflow where the tensor does not, and
+// per-lane double partials keep the rounding error far below what the rules look at. A float
+// accumulator would be faster by a few percent but overflows on squares above 1.8e19, which is
+// exactly the range an exploding gradient reaches.
+constexpr int64_t kBlock = 2048;              // int32 lane counters and the block buffer in L1
+constexpr int64_t kFoldEvery = int64_t{1} << 24;  // well below 2^32 per uint32 exponent bin
+constexpr int32_t kInfinityBits = static_cast<int32_t>(Fp32Thresholds::kInfinity);
 
-struct BlockCounts {
+struct ChunkCounts {
   int64_t nan_count = 0, inf_count = 0, zero_count = 0;
   int64_t fp16_overflow = 0, fp16_subnormal = 0, fp16_flush = 0;
   int64_t bf16_overflow = 0, bf16_subnormal = 0, bf16_flush = 0;
   double sum = 0, sum_squares = 0;
-  uint32_t max_bits = 0;
-  uint32_t min_nonzero_bits = Fp32Thresholds::kInfinity;
-  double max_abs_double = 0;  // double tensors only
+  int32_t max_bits = 0;                        // float path: max |x| as bits
+  int32_t min_nonzero_bits = kInfinityBits;    // float path
+  double max_abs_double = 0;                   // double path
   double min_abs_nonzero_double = std::numeric_limits<double>::infinity();
-  uint32_t histogram[4][kHistogramBuckets] = {};
-  uint8_t buckets[kBlock];  // scratch: one block's bucket indices
-  int64_t uncounted_in_bucket0 = 0;  // zeros and NaNs the branch-free loop put in bucket 0
+  int64_t histogram[kHistogramBuckets] = {};
+  uint32_t exponent_fields[4][512] = {};       // float path, folded into histogram
+  int64_t unfolded = 0;                        // elements counted in exponent_fields
+
+  void fold_exponent_fields() {
+    for (int field = 0; field < 256; ++field) {
+      int64_t count = 0;
+      for (const auto& copy : exponent_fields) count += int64_t{copy[field]} + copy[field + 256];
+      histogram[histogram_bucket_of_exponent_field(field)] += count;
+    }
+    std::memset(exponent_fields, 0, sizeof exponent_fields);
+    unfolded = 0;
+  }
 };
 
-// Inlined into a baseline and an AVX2 wrapper; the AVX2 one is picked at run time.
-__attribute__((always_inline)) inline void float_block_loop(const float* values, int64_t count,
-                                                            BlockCounts& counts) {
-  uint8_t* buckets = counts.buckets;
+/// Classifies `count` (at most kBlock) contiguous floats into `counts`. Inlined into a baseline
+/// and an AVX2 copy (see pick_block_scanner).
+__attribute__((always_inline)) inline void scan_float_block(const float* values, int64_t count,
+                                                            ChunkCounts& counts) {
   int32_t nan = 0, inf = 0, zero = 0, h_over = 0, h_sub = 0, h_flush = 0, b_over = 0, b_sub = 0, b_flush = 0;
-  uint32_t max_bits = counts.max_bits, min_bits = counts.min_nonzero_bits;
-  // The sum of a block (at most kBlock elements) is accumulated in float and added to a double
-  // total per block; squares go straight to double, where 1e38^2 still fits. The reductions are
-  // reassociated across vector lanes (the pragma, honoured with -fopenmp-simd).
-  float sum = 0;
-  double sum_squares = 0;
+  int32_t max_bits = counts.max_bits, min_bits = counts.min_nonzero_bits;
+  double sum = 0, sum_squares = 0;
+  // The pragma (honoured with -fopenmp-simd, no OpenMP runtime) allows the double sums to be
+  // reassociated across lanes.
 #pragma omp simd reduction(+ : nan, inf, zero, h_over, h_sub, h_flush, b_over, b_sub, b_flush, sum, sum_squares) \
     reduction(max : max_bits) reduction(min : min_bits)
   for (int64_t i = 0; i < count; ++i) {
-    uint32_t raw;
+    int32_t raw;
     std::memcpy(&raw, &values[i], sizeof raw);
-    const uint32_t bits = raw & 0x7fffffffu;
-    const ElementClass cls = classify_magnitude_bits(bits);
-    nan += cls.is_nan;
-    inf += cls.is_inf;
-    zero += cls.is_zero;
-    h_over += cls.fp16_overflow;
-    h_sub += cls.fp16_subnormal;
-    h_flush += cls.fp16_flush;
-    b_over += cls.bf16_overflow;
-    b_sub += cls.bf16_subnormal;
-    b_flush += cls.bf16_flush;
-    const uint32_t finite = bits < Fp32Thresholds::kInfinity;
-    const uint32_t finite_bits = finite ? bits : 0u;
+    const int32_t bits = raw & 0x7fffffff;
+    const MagnitudeFlags<int32_t> flags = classify_magnitude_lane(bits);
+    nan += flags.is_nan;
+    inf += flags.is_inf;
+    zero += flags.is_zero;
+    h_over += flags.fp16_overflow;
+    h_sub += flags.fp16_subnormal;
+    h_flush += flags.fp16_flush;
+    b_over += flags.bf16_overflow;
+    b_sub += flags.bf16_subnormal;
+    b_flush += flags.bf16_flush;
+    const bool finite = bits < kInfinityBits;
+    const int32_t finite_bits = finite ? bits : 0;
     max_bits = finite_bits > max_bits ? finite_bits : max_bits;
-    const uint32_t nonzero_bits = (finite & (bits != 0u)) ? bits : Fp32Thresholds::kInfinity;
+    const int32_t nonzero_bits = (finite && bits != 0) ? bits : kInfinityBits;
     min_bits = nonzero_bits < min_bits ? nonzero_bits : min_bits;
-    // Select in float, then widen: a 32-bit mask selecting 32-bit lanes keeps the loop vectorizable.
-    const float loaded = values[i];  // loaded unconditionally: a conditional load is control flow
-    const float finite_value = finite ? loaded : 0.0f;
+    // Non-finite elements add 0. The mask is integer arithmetic, not the bool above: GCC 12 does
+    // not vectorize a loop where one comparison selects both int32 and float lanes.
+    const int32_t finite_mask = (bits - kInfinityBits) >> 31;  // all ones below infinity
+    const int32_t finite_raw = raw & finite_mask;
+    float finite_float;
+    std::memcpy(&finite_float, &finite_raw, sizeof finite_float);
+    const double finite_value = finite_float;
     sum += finite_value;
-    sum_squares += static_cast<double>(finite_value) * finite_value;
-    buckets[i] = static_cast<uint8_t>(cls.bucket);  // -1 becomes 255: skipped below
+    sum_squares += finite_value * finite_value;
   }
   int64_t i = 0;
   for (; i + 4 <= count; i += 4) {
-    ++counts.histogram[0][buckets[i] < kHistogramBuckets ? buckets[i] : 0] ;
-    ++counts.histogram[1][buckets[i + 1] < kHistogramBuckets ? buckets[i + 1] : 0];
-    ++counts.histogram[2][buckets[i + 2] < kHistogramBuckets ? buckets[i + 2] : 0];
-    ++counts.histogram[3][buckets[i + 3] < kHistogramBuckets ? buckets[i + 3] : 0];
+    uint32_t raw[4];
+    std::memcpy(raw, &values[i], sizeof raw);
+    ++counts.exponent_fields[0][raw[0] >> 23];
+    ++counts.exponent_fields[1][raw[1] >> 23];
+    ++counts.exponent_fields[2][raw[2] >> 23];
+    ++counts.exponent_fields[3][raw[3] >> 23];
   }
-  for (; i < count; ++i) ++counts.histogram[0][buckets[i] < kHistogramBuckets ? buckets[i] : 0];
-  // Zeros and NaNs were counted into bucket 0 above to keep the loop branch-free; take them out.
-  counts.uncounted_in_bucket0 += nan + zero;
+  for (; i < count; ++i) {
+    uint32_t raw;
+    std::memcpy(&raw, &values[i], sizeof raw);
+    ++counts.exponent_fields[0][raw >> 23];
+  }
+  counts.unfolded += count;
   counts.nan_count += nan;
   counts.inf_count += inf;
   counts.zero_count += zero;
@@ -131,30 +159,81 @@ __attribute__((always_inline)) inline void float_block_loop(const float* values,
   counts.sum_squares += sum_squares;
 }
 
-void add_float_block_baseline(const float* values, int64_t count, BlockCounts& counts) {
-  float_block_loop(values, count, counts);
+/// Widens half and bfloat16 exactly (and gathers strided floats) into a float block.
+template <typename Scalar>
+__attribute__((always_inline)) inline const float* widen_block(const Scalar* source, int64_t stride, int64_t count,
+                                                               float* buffer) {
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (stride == 1) return source;  // read in place
+  }
+  if (stride == 1) {
+    for (int64_t i = 0; i < count; ++i) buffer[i] = static_cast<float>(source[i]);
+  } else {
+    for (int64_t i = 0; i < count; ++i) buffer[i] = static_cast<float>(source[i * stride]);
+  }
+  return buffer;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) void add_float_block_avx2(const float* values, int64_t count, BlockCounts& counts) {
-  float_block_loop(values, count, counts);
+template <typename Scalar>
+__attribute__((always_inline)) inline void scan_run(const Scalar* source, int64_t stride, int64_t count,
+                                                    ChunkCounts& counts) {
+  alignas(64) float buffer[kBlock];
+  for (int64_t done = 0; done < count;) {
+    const int64_t block = std::min(kBlock, count - done);
+    scan_float_block(widen_block(source + done * stride, stride, block, buffer), block, counts);
+    done += block;
+  }
+}
+
+/// Scans one run of `count` elements `stride` apart, widening to float where needed.
+template <typename Scalar>
+using RunScanner = void (*)(const Scalar*, int64_t, int64_t, ChunkCounts&);
+
+template <typename Scalar>
+void scan_run_baseline(const Scalar* source, int64_t stride, int64_t count, ChunkCounts& counts) {
+  scan_run(source, stride, count, counts);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// AVX2 doubles the lanes of the classification and has F16C for half; chosen at load time, so
+// the library still runs on any x86-64.
+template <typename Scalar>
+__attribute__((target("avx2,fma,f16c"))) void scan_run_avx2(const Scalar* source, int64_t stride, int64_t count,
+                                                           ChunkCounts& counts) {
+  scan_run(source, stride, count, counts);
+}
+
+// AVX-512 (still 256-bit vectors by GCC's default preference) brings 32 vector registers, which
+// hold all of the classification's counters without spilling, and mask registers for the compares.
+template <typename Scalar>
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c"))) void scan_run_avx512(
+    const Scalar* source, int64_t stride, int64_t count, ChunkCounts& counts) {
+  scan_run(source, stride, count, counts);
 }
 #endif
 
-using FloatBlockFunction = void (*)(const float*, int64_t, BlockCounts&);
-
-FloatBlockFunction pick_float_block() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (__builtin_cpu_supports("avx2")) return &add_float_block_avx2;
+template <typename Scalar>
+RunScanner<Scalar> pick_run_scanner() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
+    return &scan_run_avx512<Scalar>;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+    return &scan_run_avx2<Scalar>;
+  }
 #endif
-  return &add_float_block_baseline;
+  return &scan_run_baseline<Scalar>;
 }
 
-const FloatBlockFunction add_float_block = pick_float_block();
+template <typename Scalar>
+const RunScanner<Scalar> run_scanner = pick_run_scanner<Scalar>();
 
-void add_double_block(const double* values, int64_t count, BlockCounts& counts) {
+/// Generic path for double: one element at a time through classify_magnitude, so that a double
+/// is judged without first rounding it to float.
+void scan_double_run(const double* source, int64_t stride, int64_t count, ChunkCounts& counts) {
   for (int64_t i = 0; i < count; ++i) {
-    const double value = values[i];
+    const double value = source[i * stride];
     const double magnitude = value < 0 ? -value : value;
     const ElementClass cls = classify_magnitude(magnitude);
     counts.nan_count += cls.is_nan;
@@ -167,20 +246,20 @@ void add_double_block(const double* values, int64_t count, BlockCounts& counts) 
     counts.bf16_subnormal += cls.bf16_subnormal;
     counts.bf16_flush += cls.bf16_flush;
     if (cls.is_nan || cls.is_inf) {
-      if (cls.is_inf) ++counts.histogram[0][kHistogramBuckets - 1];
+      if (cls.is_inf) ++counts.histogram[kHistogramBuckets - 1];
       continue;
     }
     if (!cls.is_zero) {
       counts.max_abs_double = std::max(counts.max_abs_double, magnitude);
       counts.min_abs_nonzero_double = std::min(counts.min_abs_nonzero_double, magnitude);
-      ++counts.histogram[0][cls.bucket];
+      ++counts.histogram[cls.bucket];
     }
     counts.sum += value;
     counts.sum_squares += value * value;
   }
 }
 
-void store(const BlockCounts& counts, bool from_double, int64_t numel, TensorStats& stats) {
+void store(const ChunkCounts& counts, bool from_double, int64_t numel, TensorStats& stats) {
   stats.numel = numel;
   stats.nan_count = counts.nan_count;
   stats.inf_count = counts.inf_count;
@@ -193,34 +272,23 @@ void store(const BlockCounts& counts, bool from_double, int64_t numel, TensorSta
   stats.bf16_flush = counts.bf16_flush;
   stats.sum = counts.sum;
   stats.sum_squares = counts.sum_squares;
-  for (int b = 0; b < kHistogramBuckets; ++b) {
-    stats.histogram[b] = static_cast<int64_t>(counts.histogram[0][b]) + counts.histogram[1][b] +
-                         counts.histogram[2][b] + counts.histogram[3][b];
-  }
-  stats.histogram[0] -= counts.uncounted_in_bucket0;
+  for (int b = 0; b < kHistogramBuckets; ++b) stats.histogram[b] = counts.histogram[b];
   if (from_double) {
     stats.max_abs = counts.max_abs_double;
     stats.min_abs_nonzero = counts.min_abs_nonzero_double;
   } else {
+    // Zeros sit in exponent field 0 and NaNs in field 255 of the exponent count; neither is a
+    // magnitude the histogram shows.
+    stats.histogram[histogram_bucket_of_exponent_field(0)] -= counts.zero_count;
+    stats.histogram[histogram_bucket_of_exponent_field(255)] -= counts.nan_count;
     float max_value, min_value;
     std::memcpy(&max_value, &counts.max_bits, sizeof max_value);
     std::memcpy(&min_value, &counts.min_nonzero_bits, sizeof min_value);
     stats.max_abs = max_value;
-    stats.min_abs_nonzero = counts.min_nonzero_bits < Fp32Thresholds::kInfinity
-                                ? static_cast<double>(min_value)
-                                : std::numeric_limits<double>::infinity();
+    stats.min_abs_nonzero = counts.min_nonzero_bits < kInfinityBits ? static_cast<double>(min_value)
+                                                                     : std::numeric_limits<double>::infinity();
   }
 }
-
-// Half and bfloat16 are widened to float (exact), float stays float, double stays double.
-template <typename Scalar>
-struct WideType {
-  using type = float;
-};
-template <>
-struct WideType<double> {
-  using type = double;
-};
 
 /// A strided view reduced to rows: `row_count` rows of `row_length` elements `inner_stride`
 /// apart; row r starts at the offset of the r-th index of the outer dimensions.
@@ -242,11 +310,21 @@ struct RowLayout {
 };
 
 RowLayout make_row_layout(const at::Tensor& tensor) {
-  // Merge adjacent dimensions that are contiguous with each other, so that a transposed or
-  // sliced tensor is walked in as few, as long rows as possible.
-  std::vector<int64_t> sizes, strides;
+  // The statistics do not depend on the order elements are read in, so dimensions are walked
+  // in memory order (largest stride outermost, broadcast stride-0 dimensions outside all), which
+  // makes a transposed or permuted tensor a contiguous read; then adjacent dimensions that are
+  // contiguous with each other merge, so a sliced tensor is walked in as few, as long rows as
+  // possible.
+  std::vector<int64_t> order;
   for (int64_t d = 0; d < tensor.dim(); ++d) {
-    if (tensor.size(d) == 1) continue;
+    if (tensor.size(d) != 1) order.push_back(d);
+  }
+  const auto outer_key = [&](int64_t d) {
+    return tensor.stride(d) == 0 ? std::numeric_limits<int64_t>::max() : tensor.stride(d);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return outer_key(a) > outer_key(b); });
+  std::vector<int64_t> sizes, strides;
+  for (const int64_t d : order) {
     sizes.push_back(tensor.size(d));
     strides.push_back(tensor.stride(d));
   }
@@ -274,7 +352,7 @@ RowLayout make_row_layout(const at::Tensor& tensor) {
 
 template <typename Scalar>
 TensorStats stats_of(const at::Tensor& tensor) {
-  using Real = typename WideType<Scalar>::type;
+  constexpr bool kIsDouble = std::is_same_v<Scalar, double>;
   const Scalar* base = tensor.data_ptr<Scalar>();
   const int64_t numel = tensor.numel();
   const RowLayout layout = make_row_layout(tensor);
@@ -283,42 +361,27 @@ TensorStats stats_of(const at::Tensor& tensor) {
   TensorStats result;
   std::mutex merge_mutex;
   // Work is split over the flat element index so that one long row and many short rows both
-  // parallelize; each task walks its own slice of rows.
+  // parallelize; each task walks its own slice of rows and merges one partial at its end.
   constexpr int64_t kGrain = 1 << 15;
   at::parallel_for(0, total, kGrain, [&](int64_t begin, int64_t end) {
-    // uint32 sub-histograms hold a chunk's counts: chunks are far below 2^32 elements.
-    BlockCounts counts;
-    Real widened[kBlock];
+    auto counts = std::make_unique<ChunkCounts>();  // 8 KiB of exponent bins: not on the stack
     int64_t index = begin;
     while (index < end) {
       const int64_t row = index / layout.row_length;
       const int64_t column = index % layout.row_length;
-      const int64_t row_end = std::min(end, (row + 1) * layout.row_length);
-      const Scalar* row_base = base + layout.row_offset(row);
-      for (int64_t col = column; col < column + (row_end - index);) {
-        const int64_t count = std::min<int64_t>(kBlock, column + (row_end - index) - col);
-        const Real* block = widened;
-        if constexpr (std::is_same_v<Scalar, Real>) {
-          if (layout.inner_stride == 1) block = row_base + col;  // contiguous: read in place
-        }
-        if (block == widened) {
-          if (layout.inner_stride == 1) {
-            for (int64_t i = 0; i < count; ++i) widened[i] = static_cast<Real>(row_base[col + i]);
-          } else {
-            for (int64_t i = 0; i < count; ++i) widened[i] = static_cast<Real>(row_base[(col + i) * layout.inner_stride]);
-          }
-        }
-        if constexpr (std::is_same_v<Real, double>) {
-          add_double_block(block, count, counts);
-        } else {
-          add_float_block(block, count, counts);
-        }
-        col += count;
+      const int64_t row_end = std::min({end, (row + 1) * layout.row_length, index + kFoldEvery - counts->unfolded});
+      const Scalar* start = base + layout.row_offset(row) + column * layout.inner_stride;
+      if constexpr (kIsDouble) {
+        scan_double_run(start, layout.inner_stride, row_end - index, *counts);
+      } else {
+        run_scanner<Scalar>(start, layout.inner_stride, row_end - index, *counts);
+        if (counts->unfolded >= kFoldEvery) counts->fold_exponent_fields();
       }
       index = row_end;
     }
+    if (!kIsDouble) counts->fold_exponent_fields();
     TensorStats partial;
-    store(counts, std::is_same_v<Real, double>, end - begin, partial);
+    store(*counts, kIsDouble, end - begin, partial);
     std::lock_guard<std::mutex> lock(merge_mutex);
     result.merge(partial);
   });

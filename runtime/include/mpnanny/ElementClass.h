@@ -53,14 +53,19 @@ MPNANNY_HD inline uint32_t float_bits(float value) {
 #endif
 }
 
+/// Histogram bucket of a non-zero, non-NaN float from its biased exponent field (bits 23..30):
+/// fp32 subnormals (field 0) are far below 2^-24 and infinities (field 255) above 2^16, so the
+/// clamp puts both where they belong. The CPU kernel counts exponent fields and folds them into
+/// buckets with this; the per-element paths call it through histogram_bucket.
+MPNANNY_HD constexpr int histogram_bucket_of_exponent_field(int biased_exponent) {
+  const int bucket = biased_exponent - 127 - kHistogramMinExponent + 1;
+  return bucket < 0 ? 0 : (bucket > kHistogramBuckets - 1 ? kHistogramBuckets - 1 : bucket);
+}
+
 /// Histogram bucket of a finite or infinite non-zero magnitude given as float. Computed from the
 /// exponent bits so that it vectorizes on the CPU and matches the device exactly.
 MPNANNY_HD inline int histogram_bucket(float magnitude) {
-  const int biased_exponent = static_cast<int>((float_bits(magnitude) >> 23) & 0xffu);
-  // fp32 subnormals have biased exponent 0 and are far below 2^-24: bucket 0 either way.
-  int bucket = biased_exponent - 127 - kHistogramMinExponent + 1;
-  bucket = bucket < 0 ? 0 : bucket;
-  return bucket > kHistogramBuckets - 1 ? kHistogramBuckets - 1 : bucket;
+  return histogram_bucket_of_exponent_field(static_cast<int>((float_bits(magnitude) >> 23) & 0xffu));
 }
 
 /// One element's classification, as 0/1 flags so that kernels can sum them without branches.
@@ -131,28 +136,56 @@ struct Fp32Thresholds {
   static constexpr uint32_t kBf16FlushAtOrBelow = 0x00008000u;  // 2^-134, an fp32 subnormal
 };
 
-/// The classification of a float from the bits of its magnitude (sign bit cleared). Same result
-/// as classify_magnitude(float); this is the form kernels use.
-MPNANNY_HD inline ElementClass classify_magnitude_bits(uint32_t bits) {
+/// The counted flags of a float, 0 or 1 each, in an integer type of the caller's choice: the CPU
+/// kernel sums them in int32 vector lanes, the device and the per-element form in uint32.
+template <typename Flag>
+struct MagnitudeFlags {
+  Flag is_nan, is_inf, is_zero;
+  Flag fp16_overflow, fp16_subnormal, fp16_flush;
+  Flag bf16_overflow, bf16_subnormal, bf16_flush;
+};
+
+/// The classification of a float from the bits of its magnitude (sign bit cleared), as integer
+/// compares. Lane is the integer type the bits are held in: uint32_t, or int32_t where signed
+/// compares are cheaper (x86 vector units have no unsigned compare; the bits of a magnitude fit
+/// in 31 bits, so both orders agree). Bitwise & on 0/1 values rather than &&: no short-circuit
+/// branches, so loops over it vectorize.
+template <typename Lane>
+MPNANNY_HD inline MagnitudeFlags<Lane> classify_magnitude_lane(Lane bits) {
   using T = Fp32Thresholds;
-  // Bitwise & on 0/1 values rather than &&: no short-circuit branches, so loops vectorize.
-  const uint32_t finite = bits < T::kInfinity;
-  const uint32_t nonzero = bits != 0u;
-  const uint32_t nan = bits > T::kInfinity;
+  const Lane finite = bits < static_cast<Lane>(T::kInfinity);
+  const Lane nonzero = bits != Lane{0};
+  MagnitudeFlags<Lane> flags;
+  flags.is_nan = bits > static_cast<Lane>(T::kInfinity);
+  flags.is_inf = bits == static_cast<Lane>(T::kInfinity);
+  flags.is_zero = nonzero ^ Lane{1};
+  flags.fp16_overflow = finite & Lane(bits > static_cast<Lane>(T::kFp16Max));
+  flags.fp16_subnormal =
+      Lane(bits < static_cast<Lane>(T::kFp16MinNormal)) & Lane(bits > static_cast<Lane>(T::kFp16FlushAtOrBelow));
+  flags.fp16_flush = nonzero & Lane(bits <= static_cast<Lane>(T::kFp16FlushAtOrBelow));
+  flags.bf16_overflow = finite & Lane(bits > static_cast<Lane>(T::kBf16Max));
+  flags.bf16_subnormal =
+      Lane(bits < static_cast<Lane>(T::kBf16MinNormal)) & Lane(bits > static_cast<Lane>(T::kBf16FlushAtOrBelow));
+  flags.bf16_flush = nonzero & Lane(bits <= static_cast<Lane>(T::kBf16FlushAtOrBelow));
+  return flags;
+}
+
+/// The classification of a float from the bits of its magnitude (sign bit cleared). Same result
+/// as classify_magnitude(float); this is the per-element form the device kernel uses.
+MPNANNY_HD inline ElementClass classify_magnitude_bits(uint32_t bits) {
+  const MagnitudeFlags<uint32_t> flags = classify_magnitude_lane(bits);
   ElementClass result{};
-  result.is_nan = static_cast<uint8_t>(nan);
-  result.is_inf = static_cast<uint8_t>(bits == T::kInfinity);
-  result.is_zero = static_cast<uint8_t>(nonzero ^ 1u);
-  result.fp16_overflow = static_cast<uint8_t>(finite & (bits > T::kFp16Max));
-  result.fp16_subnormal = static_cast<uint8_t>((bits < T::kFp16MinNormal) & (bits > T::kFp16FlushAtOrBelow));
-  result.fp16_flush = static_cast<uint8_t>(nonzero & (bits <= T::kFp16FlushAtOrBelow));
-  result.bf16_overflow = static_cast<uint8_t>(finite & (bits > T::kBf16Max));
-  result.bf16_subnormal = static_cast<uint8_t>((bits < T::kBf16MinNormal) & (bits > T::kBf16FlushAtOrBelow));
-  result.bf16_flush = static_cast<uint8_t>(nonzero & (bits <= T::kBf16FlushAtOrBelow));
-  int bucket = static_cast<int>(bits >> 23) - 127 - kHistogramMinExponent + 1;
-  bucket = bucket < 0 ? 0 : bucket;
-  bucket = bucket > kHistogramBuckets - 1 ? kHistogramBuckets - 1 : bucket;
-  result.bucket = static_cast<int8_t>((nan | (nonzero ^ 1u)) ? -1 : bucket);
+  result.is_nan = static_cast<uint8_t>(flags.is_nan);
+  result.is_inf = static_cast<uint8_t>(flags.is_inf);
+  result.is_zero = static_cast<uint8_t>(flags.is_zero);
+  result.fp16_overflow = static_cast<uint8_t>(flags.fp16_overflow);
+  result.fp16_subnormal = static_cast<uint8_t>(flags.fp16_subnormal);
+  result.fp16_flush = static_cast<uint8_t>(flags.fp16_flush);
+  result.bf16_overflow = static_cast<uint8_t>(flags.bf16_overflow);
+  result.bf16_subnormal = static_cast<uint8_t>(flags.bf16_subnormal);
+  result.bf16_flush = static_cast<uint8_t>(flags.bf16_flush);
+  const int bucket = histogram_bucket_of_exponent_field(static_cast<int>(bits >> 23));
+  result.bucket = static_cast<int8_t>((flags.is_nan | flags.is_zero) ? -1 : bucket);
   return result;
 }
 
