@@ -48,10 +48,22 @@ namespace mpnanny {
 //   loss_scale(run_id, step, scale, skipped) Every step, when a loss-scale source is configured.
 //   memory(run_id, step, rss_bytes, cuda_allocated_bytes, cuda_reserved_bytes)  -1: not measured.
 //   scalars(run_id, step, name, value)       record_scalar(): loss, learning rate, ...
-//
-// Room is left for run-time verification of static findings: a later schema version adds
-// `sites` / `site_verdicts` tables keyed by the static site id, joined to alerts through
-// (file, line); no table here uses those names.
+//   site_verdicts(run_id, site_id, check_name, file, line, function, verdict, evidence,
+//        steps_observed, worst_headroom, first_step, value)
+//                                            Written at the end of a MPNANNY_VERIFY=1 run, one row
+//                                            per site of the sites file (mpnanny-check
+//                                            --export-sites; site_id is its stable id). verdict:
+//                                            CONFIRMED (the risk happened), AT_RISK (headroom under
+//                                            2x, or a subnormal for an underflow risk),
+//                                            NOT_OBSERVED (ran, healthy), NOT_REACHED (never ran).
+//                                            steps_observed: distinct steps the site's op ran on;
+//                                            worst_headroom: format max / largest |x| (0 after
+//                                            NaN/Inf, NULL when never ran); first_step and value:
+//                                            the step and value of the evidence (NULL for
+//                                            NOT_OBSERVED and NOT_REACHED). The table is created by
+//                                            the first verdict, so its absence means "this file
+//                                            holds no verification data"; a run without rows in it
+//                                            was not verified.
 namespace {
 
 // The writer commits at least this often while records are waiting, and at once when this
@@ -98,6 +110,13 @@ CREATE TABLE IF NOT EXISTS scalars(
 CREATE INDEX IF NOT EXISTS scalars_by_name ON scalars(run_id, name, step);
 )sql";
 
+constexpr const char* kSiteVerdictsSchema = R"sql(
+CREATE TABLE IF NOT EXISTS site_verdicts(
+  run_id INTEGER NOT NULL, site_id TEXT NOT NULL, check_name TEXT NOT NULL, file TEXT, line INTEGER,
+  function TEXT, verdict TEXT NOT NULL, evidence TEXT, steps_observed INTEGER, worst_headroom REAL,
+  first_step INTEGER, value REAL, PRIMARY KEY(run_id, site_id));
+)sql";
+
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm parts{};
@@ -140,9 +159,11 @@ struct MetricsWriter::Statements {
   sqlite3_stmt* loss_scale = nullptr;
   sqlite3_stmt* memory = nullptr;
   sqlite3_stmt* scalar = nullptr;
+  sqlite3_stmt* site_verdict = nullptr;  // prepared with the table, by the first verdict
 
   ~Statements() {
-    for (sqlite3_stmt* statement : {location, step, tensor, histogram, alert, loss_scale, memory, scalar}) {
+    for (sqlite3_stmt* statement :
+         {location, step, tensor, histogram, alert, loss_scale, memory, scalar, site_verdict}) {
       sqlite3_finalize(statement);
     }
   }
@@ -469,6 +490,31 @@ bool MetricsWriter::write_record(const Record& record) {
     sqlite3_bind_int64(statement, 2, scalar->step);
     bind_text(statement, 3, scalar->name);
     bind_real_or_null(statement, 4, scalar->value);
+  } else if (const auto* verdict = std::get_if<SiteVerdictRecord>(&record)) {
+    if (!s.site_verdict) {
+      if (!exec(kSiteVerdictsSchema)) return false;
+      if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO site_verdicts VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1,
+                             &s.site_verdict, nullptr) != SQLITE_OK) {
+        fail(std::string("cannot prepare a statement: ") + sqlite3_errmsg(db_));
+        return false;
+      }
+    }
+    statement = s.site_verdict;
+    int i = 1;
+    sqlite3_bind_int64(statement, i++, run);
+    bind_text(statement, i++, verdict->site_id);
+    bind_text(statement, i++, verdict->check);
+    bind_text(statement, i++, verdict->file);
+    sqlite3_bind_int64(statement, i++, verdict->line);
+    bind_text(statement, i++, verdict->function);
+    bind_text(statement, i++, verdict->verdict);
+    bind_text(statement, i++, verdict->evidence);
+    sqlite3_bind_int64(statement, i++, verdict->steps_observed);
+    if (verdict->worst_headroom) bind_real_or_null(statement, i, *verdict->worst_headroom);
+    ++i;
+    if (verdict->first_step) sqlite3_bind_int64(statement, i, *verdict->first_step);
+    ++i;
+    if (verdict->value) bind_real_or_null(statement, i, *verdict->value);
   }
   for (sqlite3_stmt* current : {statement, second}) {
     if (!current) continue;

@@ -30,7 +30,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "SiteVerifier.h"
 #include "SourceLocator.h"
+#include "VerifyFromEnvironment.h"
 #include "mpnanny/MetricsWriter.h"
 #include "mpnanny/Sampler.h"
 #include "mpnanny/TensorStats.h"
@@ -98,8 +100,12 @@ struct ObservedOp : at::ObserverContext {
   Phase phase = Phase::Forward;
   int32_t op_index = -1;
   int64_t location_id = 0;
+  int64_t site = -1;  // index in the SiteVerifier, when the op belongs to a verified site
   std::vector<at::Tensor> inputs;
 };
+
+/// What the step counter hands to the end of a backward node: only that it was one.
+struct BackwardNodeMark : at::ObserverContext {};
 
 struct BackwardNode {
   uint64_t forward_thread;
@@ -117,6 +123,24 @@ thread_local std::unordered_map<const char*, int32_t> t_name_cache;
 
 std::atomic<uint64_t> g_session_generation{0};
 
+// Backward nodes running on this thread, as the implicit step counter sees them: ops inside them
+// are the backward pass, not the start of the next step.
+thread_local int t_step_signal_backward_depth = 0;
+
+/// Sites files by path, read once per process, so that a missing, malformed or stale file gives
+/// one warning however many sessions (the implicit one, then the user's) read it.
+const SitesFile& sites_file_once(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, SitesFile> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = loaded.find(path);
+  if (found == loaded.end()) {
+    found = loaded.emplace(path, load_sites(path)).first;
+    if (!found->second.warning.empty()) std::cerr << found->second.warning << "\n";
+  }
+  return found->second;
+}
+
 uint64_t sequence_key(uint64_t thread, int64_t sequence_number) {
   return (thread << 44) ^ static_cast<uint64_t>(sequence_number);
 }
@@ -125,7 +149,9 @@ uint64_t sequence_key(uint64_t thread, int64_t sequence_number) {
 
 class Nanny::Impl {
  public:
-  Impl(std::shared_ptr<torch::nn::Module> model, Options options);
+  /// `implicit_steps`: the session MPNANNY_VERIFY=1 starts without user code; it finds step
+  /// boundaries itself (on_step_signal) and opens its database only once it has something to write.
+  Impl(std::shared_ptr<torch::nn::Module> model, Options options, bool implicit_steps = false);
   ~Impl() { close(); }
 
   void begin_step(int64_t step);
@@ -146,9 +172,20 @@ class Nanny::Impl {
   void start_watch_mode();
   void on_gradient(const std::string& name, const at::Tensor& gradient);
   void on_op_end(const at::RecordFunction& fn, ObservedOp& op);
+  /// Implicit sessions: every op and backward node passes here first (a light callback without
+  /// inputs). A step is one backward pass: the first forward op after a backward pass begins the
+  /// next step. Returns a context only for backward nodes (so that their end can be counted).
+  std::unique_ptr<at::ObserverContext> on_step_signal(const at::RecordFunction& fn);
+  /// A user's Nanny takes the implicit session over: it stops observing and gives up the verifier
+  /// with the evidence gathered so far.
+  std::unique_ptr<SiteVerifier> hand_over();
 
  private:
   void apply_environment();
+  void start_verification();
+  bool step_may_be_observed(int64_t step) const;
+  void report_verdicts();
+  bool open_writer();
   std::string options_json() const;
   void switch_off(const std::string& why);
   bool enqueue(Record record);
@@ -170,6 +207,11 @@ class Nanny::Impl {
   std::atomic<bool> active_{false};
   std::atomic<bool> closed_{false};
   std::unique_ptr<MetricsWriter> writer_;
+  // Implicit sessions open the database with their first record, so that a program whose own
+  // Nanny takes over before anything happened gets no empty run.
+  bool defer_writer_ = false;
+  std::once_flag writer_opened_;
+  RunInfo run_info_;
   std::string database_path_;
   Sampler sampler_;
   LossScaleMonitor loss_scale_monitor_;
@@ -177,6 +219,19 @@ class Nanny::Impl {
 
   std::vector<std::string> watched_names_;
   std::unordered_map<std::string, int32_t> watched_lookup_;
+
+  // Site verification. A step is observed when it is traced or, during the first verify_steps
+  // steps, for the verifier alone (verify_only_: no records, no parameters, only the sites' ops).
+  std::unique_ptr<SiteVerifier> verifier_;  // guarded by mutex_ once the session runs
+  std::vector<bool> site_op_;               // by watched index: some site names this op
+  int64_t steps_begun_ = 0;
+  std::atomic<bool> observing_{false};
+  bool verify_only_ = false;
+  const bool implicit_steps_;
+  std::atomic<bool> counting_steps_{false};
+  std::atomic<bool> backward_seen_{false};
+  std::atomic<bool> implicit_step_open_{false};
+  std::mutex step_signal_mutex_;
 
   mutable std::mutex mutex_;  // guards everything below: callbacks may run on several threads
   std::unique_ptr<SourceLocator> locator_;
@@ -222,6 +277,22 @@ class OpObserver {
     return observer;
   }
 
+  /// The implicit session's step counter: a second callback, without inputs, always on while
+  /// that session runs. It is registered before the observing callback, and LibTorch runs global
+  /// callbacks in registration order, so a step boundary is settled before the op is observed.
+  void set_step_counter(Nanny::Impl* session) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    step_counter_session_.store(session, std::memory_order_release);
+    if (session && counter_handle_ == at::INVALID_CALLBACK_HANDLE) {
+      counter_handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&on_counter_start, &on_counter_end)
+                                                  .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+    } else if (session) {
+      at::reenableCallback(counter_handle_);
+    } else if (counter_handle_ != at::INVALID_CALLBACK_HANDLE) {
+      at::disableCallback(counter_handle_);
+    }
+  }
+
   bool attach(Nanny::Impl* session) {
     Nanny::Impl* expected = nullptr;
     return session_.compare_exchange_strong(expected, session);
@@ -249,6 +320,19 @@ class OpObserver {
   }
 
  private:
+  static std::unique_ptr<at::ObserverContext> on_counter_start(const at::RecordFunction& fn) {
+    Nanny::Impl* session = instance().step_counter_session_.load(std::memory_order_acquire);
+    if (!session) return nullptr;
+    try {
+      return session->on_step_signal(fn);
+    } catch (...) {
+      return nullptr;
+    }
+  }
+  static void on_counter_end(const at::RecordFunction&, at::ObserverContext* context) {
+    if (context && t_step_signal_backward_depth > 0) --t_step_signal_backward_depth;
+  }
+
   static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     Nanny::Impl* session = instance().session_.load(std::memory_order_acquire);
     if (!session) return nullptr;
@@ -276,18 +360,24 @@ class OpObserver {
   }
 
   std::atomic<Nanny::Impl*> session_{nullptr};
+  std::atomic<Nanny::Impl*> step_counter_session_{nullptr};
   std::mutex mutex_;
   bool tracing_ = false;
   at::CallbackHandle handle_ = at::INVALID_CALLBACK_HANDLE;
+  at::CallbackHandle counter_handle_ = at::INVALID_CALLBACK_HANDLE;
 };
+
+/// The session MPNANNY_VERIFY=1 started at load time, until a user's Nanny takes it over.
+std::atomic<Nanny::Impl*> g_implicit_session{nullptr};
 
 }  // namespace
 
-Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options)
+Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, bool implicit_steps)
     : options_(std::move(options)),
       model_(std::move(model)),
       sampler_(options_.trace_interval, options_.dense_steps),
-      loss_scale_monitor_(options_.thresholds) {
+      loss_scale_monitor_(options_.thresholds),
+      implicit_steps_(implicit_steps) {
   try {
     apply_environment();
     sampler_ = Sampler(options_.trace_interval, options_.dense_steps);
@@ -295,10 +385,16 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options)
     if (!options_.enabled) return;
 
     watched_names_ = options_.watched_ops.empty() ? default_watched_ops() : options_.watched_ops;
+    if (options_.verify) start_verification();
+    if (implicit_steps_ && !verifier_) return;  // nothing to verify: the warning has been printed
     for (size_t i = 0; i < watched_names_.size(); ++i) watched_lookup_.emplace(watched_names_[i], static_cast<int32_t>(i));
+    if (verifier_) {
+      site_op_.resize(watched_names_.size());
+      for (size_t i = 0; i < watched_names_.size(); ++i) site_op_[i] = verifier_->any_site_watches(watched_names_[i]);
+    }
     generation_ = ++g_session_generation;
 
-    RunInfo run;
+    RunInfo& run = run_info_;
     const auto rank = env("RANK");
     const auto local_rank = env("LOCAL_RANK");
     run.rank = std::atoi((rank ? *rank : local_rank ? *local_rank : std::string("0")).c_str());
@@ -308,30 +404,108 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options)
     run.options_json = options_json();
     run.torch_version = TORCH_VERSION;
 
-    std::error_code error;
-    std::filesystem::create_directories(options_.output_dir, error);
     const std::string file_name =
         (rank || local_rank) ? "metrics-rank" + std::to_string(run.rank) + ".db" : std::string("metrics.db");
     database_path_ = (std::filesystem::path(options_.output_dir) / file_name).string();
-    if (error) {
-      std::cerr << "mpnanny: warning: cannot create " << options_.output_dir << ": " << error.message()
-                << "; monitoring is switched off, training continues\n";
+    if (implicit_steps_) {
+      defer_writer_ = true;
+    } else if (!open_writer()) {
       return;
     }
-    WriterOptions writer_options;
-    writer_options.queue_capacity = options_.queue_capacity;
-    writer_ = std::make_unique<MetricsWriter>(database_path_, run, writer_options);
-    if (!writer_->ok()) return;  // the writer has warned
     locator_ = std::make_unique<SourceLocator>();
     install_gradient_hooks();
     if (!OpObserver::instance().attach(this)) {
       std::cerr << "mpnanny: warning: another Nanny is already observing ops; this one records parameters, "
                    "loss scale and scalars only\n";
+      verifier_.reset();  // the sites' ops go to the session that observes ops
     }
     active_ = true;
+    if (implicit_steps_) {
+      counting_steps_ = true;
+      OpObserver::instance().set_step_counter(this);
+    }
   } catch (const std::exception& exception) {
     switch_off(exception.what());
   }
+}
+
+bool Nanny::Impl::open_writer() {
+  std::error_code error;
+  std::filesystem::create_directories(options_.output_dir, error);
+  if (error) {
+    std::cerr << "mpnanny: warning: cannot create " << options_.output_dir << ": " << error.message()
+              << "; monitoring is switched off, training continues\n";
+    return false;
+  }
+  WriterOptions writer_options;
+  writer_options.queue_capacity = options_.queue_capacity;
+  writer_ = std::make_unique<MetricsWriter>(database_path_, run_info_, writer_options);
+  return writer_->ok();  // otherwise the writer has warned
+}
+
+void Nanny::Impl::start_verification() {
+  // A session MPNANNY_VERIFY=1 started before this one hands over what it has seen.
+  if (!implicit_steps_) {
+    if (Impl* implicit = g_implicit_session.exchange(nullptr)) verifier_ = implicit->hand_over();
+  }
+  if (!verifier_) {
+    const SitesFile& file = sites_file_once(options_.sites_file);
+    if (file.sites.empty()) return;
+    verifier_ = std::make_unique<SiteVerifier>(file.sites, options_.precision);
+  }
+  // The sites' ops must be observed even where the default list does not name them.
+  for (const std::string& op : verifier_->watched_ops()) {
+    if (std::find(watched_names_.begin(), watched_names_.end(), op) == watched_names_.end()) {
+      watched_names_.push_back(op);
+    }
+  }
+}
+
+std::unique_ptr<SiteVerifier> Nanny::Impl::hand_over() {
+  std::lock_guard<std::mutex> step_lock(step_signal_mutex_);
+  counting_steps_ = false;
+  OpObserver::instance().set_step_counter(nullptr);
+  closed_ = true;
+  active_ = false;
+  observing_ = false;
+  OpObserver::instance().detach(this);
+  if (writer_) writer_->close();  // what it recorded before the takeover stays, as its own run
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::move(verifier_);
+}
+
+bool Nanny::Impl::step_may_be_observed(int64_t step) const {
+  // A forecast only, to switch the observer on before the first op of `step` runs; the Sampler
+  // decides in begin_step.
+  return (verifier_ && steps_begun_ < options_.verify_steps) || sampler_.in_dense_window(step) ||
+         (options_.trace_interval > 0 && step % options_.trace_interval == 0);
+}
+
+std::unique_ptr<at::ObserverContext> Nanny::Impl::on_step_signal(const at::RecordFunction& fn) {
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    ++t_step_signal_backward_depth;
+    if (counting_steps_.load() && !backward_seen_.exchange(true) && step_may_be_observed(step_ + 1)) {
+      OpObserver::instance().set_tracing(true);
+    }
+    return std::make_unique<BackwardNodeMark>();
+  }
+  // Ops inside backward nodes, the optimizer's update and evaluation code (grad mode off) belong
+  // to the step in progress.
+  if (t_step_signal_backward_depth > 0 || !c10::GradMode::is_enabled()) return nullptr;
+  if (implicit_step_open_.load(std::memory_order_acquire) && !backward_seen_.load(std::memory_order_acquire)) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(step_signal_mutex_);
+  if (!counting_steps_.load()) return nullptr;
+  if (!implicit_step_open_.load()) {
+    begin_step(0);
+    implicit_step_open_ = true;
+  } else if (backward_seen_.exchange(false)) {
+    const int64_t next = step_ + 1;
+    end_step();
+    begin_step(next);
+  }
+  return nullptr;
 }
 
 void Nanny::Impl::apply_environment() {
@@ -339,6 +513,18 @@ void Nanny::Impl::apply_environment() {
     if (*disable != "0" && *disable != "false") options_.enabled = false;
   }
   if (const auto dir = env("MPNANNY_DIR")) options_.output_dir = *dir;
+  if (const auto verify = env("MPNANNY_VERIFY")) options_.verify = *verify != "0" && *verify != "false";
+  if (const auto sites = env("MPNANNY_SITES")) options_.sites_file = *sites;
+  if (const auto steps = env("MPNANNY_VERIFY_STEPS")) {
+    char* end = nullptr;
+    const long long parsed = std::strtoll(steps->c_str(), &end, 10);
+    if (end && *end == '\0' && parsed >= 0) {
+      options_.verify_steps = parsed;
+    } else {
+      std::cerr << "mpnanny: warning: ignoring MPNANNY_VERIFY_STEPS='" << *steps
+                << "' (expected a non-negative integer)\n";
+    }
+  }
   if (const auto interval = env("MPNANNY_TRACE_INTERVAL")) {
     char* end = nullptr;
     const long long parsed = std::strtoll(interval->c_str(), &end, 10);
@@ -364,6 +550,9 @@ std::string Nanny::Impl::options_json() const {
       {"max_parameter_depth", options_.max_parameter_depth},
       {"track_update_ratio", options_.track_update_ratio},
       {"verbosity", options_.verbosity},
+      {"verify", static_cast<bool>(verifier_)},
+      {"sites_file", options_.sites_file},
+      {"verify_steps", options_.verify_steps},
       {"loss_scale_source", static_cast<bool>(options_.loss_scale)},
       {"thresholds",
        {{"overflow_risk_factor", t.overflow_risk_factor},
@@ -386,10 +575,16 @@ std::string Nanny::Impl::options_json() const {
 void Nanny::Impl::switch_off(const std::string& why) {
   if (!why.empty()) warn_once_internal(why);
   active_ = false;
+  counting_steps_ = false;
   OpObserver::instance().detach(this);
 }
 
 bool Nanny::Impl::enqueue(Record record) {
+  if (defer_writer_) {
+    std::call_once(writer_opened_, [this] {
+      if (!open_writer()) switch_off("");
+    });
+  }
   if (!writer_) return false;
   const bool queued = writer_->enqueue(std::move(record));
   if (!writer_->ok()) switch_off("");
@@ -432,6 +627,9 @@ SourceLocation Nanny::Impl::location_of(int64_t location_id) const {
 }
 
 std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFunction& fn) {
+  // The callback may be on while no step is observed: an implicit session switches it on during
+  // a backward pass for the step that follows.
+  if (!observing_.load(std::memory_order_acquire)) return nullptr;
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
     if (!options_.observe_backward) return nullptr;
     t_backward_nodes.push_back({fn.forwardThreadId(), fn.seqNr()});
@@ -460,6 +658,13 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
   ++t_watched_depth;
   context->phase = in_backward ? Phase::Backward : Phase::Forward;
   if (in_backward && !context->outermost) return context;
+  // On a step observed for the verifier alone, only the sites' ops are located and measured.
+  const bool for_sites = verifier_ && site_op_[op_index];
+  if (verify_only_ && !for_sites) {
+    if (!in_backward && context->outermost) t_forward_location = 0;  // its inner ops' nodes: no line
+    context->outermost = false;  // counted for nesting, not observed
+    return context;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (in_backward) {
     const BackwardNode& node = t_backward_nodes.back();
@@ -475,7 +680,13 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
       forward_sites_[sequence_key(at::RecordFunction::currentThreadId(), fn.seqNr())] = t_forward_location;
     }
   }
-  if (context->outermost) {
+  if (for_sites && verifier_ && context->outermost && context->location_id > 0) {
+    const SourceLocation& location = locations_[context->location_id];
+    if (const auto site = verifier_->match(location.file, location.line, watched_names_[op_index])) {
+      context->site = static_cast<int64_t>(*site);
+    }
+  }
+  if (context->outermost && !verify_only_) {
     for (const c10::IValue& input : fn.inputs()) {
       if (input.isTensor() && is_observable_tensor(input.toTensor())) context->inputs.push_back(input.toTensor());
     }
@@ -504,6 +715,11 @@ void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
   if (!output) return;
   const TensorStats stats = compute_tensor_stats(*output);
   if (stats.numel == 0) return;
+  if (op.site >= 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (verifier_) verifier_->observe(static_cast<size_t>(op.site), step_, stats);
+  }
+  if (verify_only_) return;
   const std::string& op_name = watched_names_[op.op_index];
   const bool low_precision_tensor =
       (options_.precision == Precision::FP16 && output->scalar_type() == at::kHalf) ||
@@ -621,19 +837,26 @@ void Nanny::Impl::begin_step(int64_t step) {
   loss_scale_ = read_loss_scale();
   dense_ = sampler_.in_dense_window(step);
   traced_ = sampler_.should_trace(step);
-  if (!traced_) return;
+  const bool verifying = verifier_ && steps_begun_++ < options_.verify_steps;
+  verify_only_ = verifying && !traced_;
+  if (!traced_ && !verifying) {
+    // An implicit session may have switched the observer on for this step, in case.
+    if (implicit_steps_) OpObserver::instance().set_tracing(false);
+    return;
+  }
   seq_ = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     forward_sites_.clear();
     step_gradients_.clear();
   }
-  if (model_ && options_.track_update_ratio) {
+  if (traced_ && model_ && options_.track_update_ratio) {
     at::RecordFunctionGuard no_observation(false);
     c10::NoGradGuard no_grad;
     weights_before_.clear();
     for (const auto& parameter : model_->named_parameters()) weights_before_.push_back(parameter.value().clone());
   }
+  observing_ = true;
   OpObserver::instance().set_tracing(true);
 }
 
@@ -641,7 +864,7 @@ void Nanny::Impl::end_step() {
   if (!in_step_) return;
   in_step_ = false;
   if (!active_.load()) return;
-  if (traced_) OpObserver::instance().set_tracing(false);
+  if (observing_.exchange(false)) OpObserver::instance().set_tracing(false);
   try {
     observe_loss_scale();
     if (traced_) {
@@ -823,6 +1046,13 @@ void Nanny::Impl::flush() {
 
 void Nanny::Impl::close() {
   if (closed_.exchange(true)) return;
+  std::lock_guard<std::mutex> step_lock(step_signal_mutex_);
+  if (implicit_steps_) {
+    counting_steps_ = false;
+    OpObserver::instance().set_step_counter(nullptr);
+    Impl* self = this;
+    g_implicit_session.compare_exchange_strong(self, nullptr);
+  }
   try {
     if (in_step_) end_step();
   } catch (...) {
@@ -830,7 +1060,41 @@ void Nanny::Impl::close() {
   active_ = false;
   OpObserver::instance().detach(this);
   remove_gradient_hooks();
+  try {
+    report_verdicts();
+  } catch (...) {
+  }
   if (writer_) writer_->close();
+}
+
+void Nanny::Impl::report_verdicts() {
+  std::unique_ptr<SiteVerifier> verifier;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    verifier = std::move(verifier_);
+  }
+  if (!verifier) return;
+  const std::vector<SiteVerdict> verdicts = verifier->verdicts();
+  bool stored = true;
+  for (const SiteVerdict& verdict : verdicts) {
+    SiteVerdictRecord record;
+    record.site_id = verdict.site->id;
+    record.check = verdict.site->check;
+    record.file = verdict.site->file;
+    record.line = verdict.site->line;
+    record.function = verdict.site->function;
+    record.verdict = to_string(verdict.verdict);
+    record.evidence = verdict.evidence;
+    record.steps_observed = verdict.steps_observed;
+    record.worst_headroom = verdict.worst_headroom;
+    if (verdict.value) {
+      record.first_step = verdict.step;
+      record.value = verdict.value;
+    }
+    stored = enqueue(std::move(record)) && stored;
+  }
+  std::cerr << SiteVerifier::format_table(verdicts);
+  if (stored) std::cerr << "  (table site_verdicts in " << database_path_ << "; mpnanny sites shows it again)\n";
 }
 
 StepGuard::~StepGuard() { end(); }
@@ -898,6 +1162,23 @@ Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options) {
   watched->impl_for_watch().start_watch_mode();
   std::atexit([] { watched->close(); });
   return *watched;
+}
+
+void start_verification_from_environment() {
+  try {
+    const auto verify = env("MPNANNY_VERIFY");
+    if (!verify || *verify == "0" || *verify == "false") return;
+    // Deliberately leaked, like watch()'s nanny: training code may run ops until the very end; the
+    // atexit handler reports the verdicts and closes it first.
+    auto* session = new Nanny::Impl(nullptr, Options{}, /*implicit_steps=*/true);
+    if (!session->active()) return;  // no sites (warned), disabled, or an error (warned)
+    g_implicit_session = session;
+    std::atexit([] {
+      if (Nanny::Impl* implicit = g_implicit_session.load()) implicit->close();
+    });
+  } catch (const std::exception& exception) {
+    warn_once_internal(exception.what());
+  }
 }
 
 bool Nanny::active() const { return impl_->active(); }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace mpnanny {
@@ -137,12 +138,18 @@ void SiteVerifier::observe(size_t index, int64_t step, const TensorStats& stats)
   const int64_t flushed = fp16 ? stats.fp16_flush : stats.bf16_flush;
   const int64_t subnormal = fp16 ? stats.fp16_subnormal : stats.bf16_subnormal;
 
-  auto record = [&](std::optional<SiteVerdict>& slot, Verdict verdict, const std::string& evidence) {
+  if (step != e.last_step) {
+    ++e.steps_observed;
+    e.last_step = step;
+  }
+
+  auto record = [&](std::optional<SiteVerdict>& slot, Verdict verdict, double value, const std::string& evidence) {
     if (slot) return;
     SiteVerdict v;
     v.site = &site;
     v.verdict = verdict;
     v.step = step;
+    v.value = value;
     v.evidence = evidence + " at step " + std::to_string(step);
     slot = v;
   };
@@ -150,33 +157,50 @@ void SiteVerifier::observe(size_t index, int64_t step, const TensorStats& stats)
   // Non-finite values confirm every risk but underflow: they are what overflow, a domain error
   // and lost precision end in.
   if (risk != "underflow" && (stats.nan_count > 0 || stats.inf_count > 0)) {
-    record(e.confirmed, Verdict::Confirmed,
+    record(e.confirmed, Verdict::Confirmed, static_cast<double>(stats.nan_count + stats.inf_count),
            std::to_string(stats.nan_count) + " NaN, " + std::to_string(stats.inf_count) + " Inf");
   }
   if (risk == "overflow" || risk == "precision-loss") {
     if (overflow > 0) {
-      record(e.confirmed, Verdict::Confirmed,
+      record(e.confirmed, Verdict::Confirmed, stats.max_abs,
              "max |x| = " + number(stats.max_abs) + " > " + number(limits.max_finite) + " (" + format + " max)");
     } else if (stats.max_abs * 2.0 > limits.max_finite) {
-      record(e.at_risk, Verdict::AtRisk,
+      record(e.at_risk, Verdict::AtRisk, stats.max_abs,
              "max |x| = " + number(stats.max_abs) + ", headroom " + number(limits.max_finite / stats.max_abs) + "x < 2x");
     }
   } else if (risk == "underflow") {
     if (flushed > 0) {
-      record(e.confirmed, Verdict::Confirmed,
+      record(e.confirmed, Verdict::Confirmed, stats.min_abs_nonzero,
              std::to_string(flushed) + " non-zero values flush to 0 in " + format + " (min |x| = " +
                  number(stats.min_abs_nonzero) + ")");
     } else if (subnormal > 0) {
-      record(e.at_risk, Verdict::AtRisk, std::to_string(subnormal) + " values subnormal in " + format);
+      record(e.at_risk, Verdict::AtRisk, stats.min_abs_nonzero, std::to_string(subnormal) + " values subnormal in " + format);
     }
   } else if (risk == "banned") {
-    record(e.confirmed, Verdict::Confirmed, "executed");
+    record(e.confirmed, Verdict::Confirmed, static_cast<double>(e.executions), "executed");
   }
+  if (stats.nan_count > 0 || stats.inf_count > 0) e.nonfinite = true;
   const double ratio = stats.max_abs / limits.max_finite;
   if (e.worst_step < 0 || ratio > e.worst_ratio) {
     e.worst_ratio = ratio;
     e.worst_step = step;
   }
+}
+
+std::vector<std::string> SiteVerifier::watched_ops() const {
+  std::vector<std::string> ops;
+  for (const Site& site : sites_) {
+    for (const std::string& op : site.aten_ops) {
+      if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+    }
+  }
+  return ops;
+}
+
+bool SiteVerifier::any_site_watches(const std::string& op) const {
+  return std::any_of(sites_.begin(), sites_.end(), [&](const Site& site) {
+    return site.aten_ops.empty() || std::find(site.aten_ops.begin(), site.aten_ops.end(), op) != site.aten_ops.end();
+  });
 }
 
 std::vector<SiteVerdict> SiteVerifier::verdicts() const {
@@ -200,6 +224,14 @@ std::vector<SiteVerdict> SiteVerifier::verdicts() const {
     }
     v.site = &sites_[i];
     v.executions = e.executions;
+    v.steps_observed = e.steps_observed;
+    if (e.executions > 0) {
+      if (e.nonfinite) {
+        v.worst_headroom = 0.0;
+      } else if (e.worst_ratio > 0) {
+        v.worst_headroom = 1.0 / e.worst_ratio;
+      }  // all zeros: no bound to state
+    }
     out.push_back(v);
   }
   return out;

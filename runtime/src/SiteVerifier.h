@@ -48,7 +48,13 @@ struct SiteVerdict {
   const Site* site = nullptr;
   Verdict verdict = Verdict::NotReached;
   int64_t executions = 0;
-  int64_t step = -1;     ///< the step of the evidence (first confirmation, or worst headroom)
+  int64_t steps_observed = 0;  ///< distinct steps on which the site's op ran
+  int64_t step = -1;           ///< the step of the evidence (first confirmation, or worst headroom)
+  /// The value that confirmed it or put it at risk (max |x|, the smallest flushed |x|, or the
+  /// NaN/Inf count); empty for NOT_OBSERVED and NOT_REACHED.
+  std::optional<double> value;
+  /// Format max / largest |x| seen (0 once NaN/Inf was seen); empty when never executed.
+  std::optional<double> worst_headroom;
   std::string evidence;  ///< e.g. "max |x| = 72013 > 65504 at step 37"
 };
 
@@ -64,6 +70,11 @@ class SiteVerifier {
   /// One output of a site's op on `step`.
   void observe(size_t site, int64_t step, const TensorStats& stats);
 
+  /// The ATen ops some site names: what the op observer must watch for the verifier.
+  std::vector<std::string> watched_ops() const;
+  /// True when a site names no op (every op at its line counts) or names `op`.
+  bool any_site_watches(const std::string& op) const;
+
   std::vector<SiteVerdict> verdicts() const;
   const std::vector<Site>& sites() const { return sites_; }
 
@@ -73,6 +84,9 @@ class SiteVerifier {
  private:
   struct Evidence {
     int64_t executions = 0;
+    int64_t steps_observed = 0;
+    int64_t last_step = -1;
+    bool nonfinite = false;
     std::optional<SiteVerdict> confirmed;  // the first
     std::optional<SiteVerdict> at_risk;    // the first
     double worst_ratio = 0.0;              // max |x| / format max

@@ -59,19 +59,49 @@ TEST(SiteVerifier, VerdictsFromObservations) {
   EXPECT_EQ(verdicts[0].verdict, Verdict::Confirmed);
   EXPECT_EQ(verdicts[0].step, 37);
   EXPECT_EQ(verdicts[0].evidence, "max |x| = 72013 > 65504 (fp16 max) at step 37");
+  EXPECT_EQ(verdicts[0].value, std::optional<double>(72013));
+  EXPECT_EQ(verdicts[0].steps_observed, 40);
   EXPECT_EQ(verdicts[1].verdict, Verdict::AtRisk);
   EXPECT_EQ(verdicts[1].step, 0);
   EXPECT_EQ(verdicts[2].verdict, Verdict::NotObserved);
   EXPECT_EQ(verdicts[2].executions, 40);
   EXPECT_EQ(verdicts[2].evidence, "executed 40 times, worst headroom 8.188x at step 5");
+  ASSERT_TRUE(verdicts[2].worst_headroom.has_value());
+  EXPECT_DOUBLE_EQ(*verdicts[2].worst_headroom, 65504.0 / 8000.0);
+  EXPECT_FALSE(verdicts[2].value.has_value());
   EXPECT_EQ(verdicts[3].verdict, Verdict::NotReached);
+  EXPECT_EQ(verdicts[3].steps_observed, 0);
+  EXPECT_FALSE(verdicts[3].worst_headroom.has_value());
   EXPECT_EQ(verdicts[4].verdict, Verdict::Confirmed);
   EXPECT_EQ(verdicts[4].step, 3);
   EXPECT_EQ(verdicts[5].verdict, Verdict::Confirmed);
   EXPECT_EQ(verdicts[5].step, 9);
+  EXPECT_EQ(verdicts[5].worst_headroom, std::optional<double>(0.0));  // NaN leaves no headroom
   const std::string table = SiteVerifier::format_table(verdicts);
   EXPECT_NE(table.find("CONFIRMED    model.cpp:10"), std::string::npos) << table;
   EXPECT_NE(table.find("NOT_REACHED  model.cpp:40"), std::string::npos) << table;
+}
+
+TEST(SiteVerifier, StepsObservedCountsStepsNotExecutions) {
+  SiteVerifier verifier({site("/src/model.cpp", 10, "overflow", {"aten::softmax", "aten::_softmax"})}, Precision::FP16);
+  for (int64_t step = 0; step < 3; ++step) {
+    verifier.observe(0, step, stats_with(1));  // forward
+    verifier.observe(0, step, stats_with(2));  // its backward, same step
+  }
+  const auto verdicts = verifier.verdicts();
+  EXPECT_EQ(verdicts[0].executions, 6);
+  EXPECT_EQ(verdicts[0].steps_observed, 3);
+}
+
+TEST(SiteVerifier, TheOpsToObserveComeFromTheSites) {
+  SiteVerifier named({site("/a.cpp", 1, "overflow", {"aten::exp"}), site("/a.cpp", 2, "overflow", {"aten::exp", "aten::erf"})},
+                     Precision::FP16);
+  EXPECT_EQ(named.watched_ops(), (std::vector<std::string>{"aten::exp", "aten::erf"}));
+  EXPECT_TRUE(named.any_site_watches("aten::erf"));
+  EXPECT_FALSE(named.any_site_watches("aten::log"));
+  // A site that names no op takes any op at its line.
+  SiteVerifier unnamed({site("/a.cpp", 1, "underflow")}, Precision::FP16);
+  EXPECT_TRUE(unnamed.any_site_watches("aten::log"));
 }
 
 TEST(SiteVerifier, MissingMalformedAndStaleSitesFilesWarnOnce) {

@@ -80,8 +80,23 @@ struct ScalarRecord {
   double value = 0.0;
 };
 
+/// A static site's verdict at the end of a MPNANNY_VERIFY=1 run (one row of site_verdicts).
+struct SiteVerdictRecord {
+  std::string site_id;
+  std::string check;
+  std::string file;
+  int64_t line = 0;
+  std::string function;
+  std::string verdict;  ///< CONFIRMED, AT_RISK, NOT_OBSERVED, NOT_REACHED
+  std::string evidence;
+  int64_t steps_observed = 0;
+  std::optional<double> worst_headroom;
+  std::optional<int64_t> first_step;
+  std::optional<double> value;
+};
+
 using Record = std::variant<LocationRecord, StepRecord, TensorRecord, AlertRecord, LossScaleRecord, MemoryRecord,
-                            ScalarRecord>;
+                            ScalarRecord, SiteVerdictRecord>;
 
 struct WriterOptions {
   /// Records waiting to be written; beyond it new records are dropped (and counted), so that a

@@ -66,6 +66,17 @@ struct Options {
   size_t queue_capacity = 1 << 16;
   /// Off switch. Env: MPNANNY_DISABLE=1.
   bool enabled = true;
+  /// Site verification: confirm or clear the static findings of `mpnanny-check --export-sites` at
+  /// run time. Every site ends the run with a verdict (CONFIRMED, AT_RISK, NOT_OBSERVED,
+  /// NOT_REACHED) printed in one table at close() and stored in the site_verdicts table.
+  /// Env: MPNANNY_VERIFY=1 (0 turns it off). Without any Nanny in the program, MPNANNY_VERIFY=1
+  /// starts one at load time (see README, "Verify the static findings").
+  bool verify = false;
+  /// The sites file. Env: MPNANNY_SITES.
+  std::string sites_file = "mpnanny-sites.json";
+  /// The sites' ops are observed on every one of the first `verify_steps` steps, then on the
+  /// traced steps only. Env: MPNANNY_VERIFY_STEPS.
+  int64_t verify_steps = 200;
 };
 
 /// Adapts a scaler object with a `get_scale()` (or `scale()` returning a number) member to
