@@ -48,7 +48,7 @@ std::map<std::string, Track> load(const Database& db, std::map<std::string, int6
     // through a different frame, while file, line and op stay the same.
     json base = {{"phase", q->value(2)}, {"op", q->value(3)}, {"name", q->value(4)},
                  {"file", q->value(6)},  {"line", q->value(7)}};
-    const std::string base_id = base.dump();
+    const std::string base_id = json_text(base);
     const int occurrence = occurrences[base_id]++;
     const std::string id = base_id + "#" + std::to_string(occurrence);
     Track& track = tracks[id];

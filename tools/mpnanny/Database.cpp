@@ -16,12 +16,26 @@ namespace mpnanny::query {
 
 int supported_schema_version() { return kMetricsSchemaVersion; }
 
+std::string json_text(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+
+/// SQLite's complaint, with the file it is about: a `--db` may name several.
+Error sqlite_error(sqlite3* db) {
+  const char* file = sqlite3_db_filename(db, "main");
+  return Error(std::string(file && *file ? file : "database") + ": SQLite: " + sqlite3_errmsg(db));
+}
+
+}  // namespace
+
 Statement::Statement(sqlite3* db, const std::string& sql) : db_(db) {
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement_, nullptr) != SQLITE_OK) {
-    const std::string message = sqlite3_errmsg(db_);
+    Error error = sqlite_error(db_);
     sqlite3_finalize(statement_);
     statement_ = nullptr;
-    throw Error("SQLite: " + message);
+    throw error;
   }
 }
 
@@ -44,7 +58,7 @@ bool Statement::step() {
   const int rc = sqlite3_step(statement_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  throw Error(std::string("SQLite: ") + sqlite3_errmsg(db_));
+  throw sqlite_error(db_);
 }
 
 int Statement::columns() const { return sqlite3_column_count(statement_); }

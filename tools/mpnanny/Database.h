@@ -95,6 +95,10 @@ Databases open_databases(const std::vector<std::string>& specs);
 /// The newest schema version this build reads (the runtime's kMetricsSchemaVersion).
 int supported_schema_version();
 
+/// JSON text of what the queries return. Database strings need not be valid UTF-8 (a file name in
+/// Latin-1, a damaged row): their bad bytes become U+FFFD instead of failing the whole output.
+std::string json_text(const nlohmann::json& value, int indent = -1);
+
 }  // namespace mpnanny::query
 
 #endif  // MPNANNY_TOOLS_DATABASE_H

@@ -1,5 +1,7 @@
 #include "Format.h"
 
+#include "Database.h"  // json_text
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -22,7 +24,7 @@ std::string cell_text(const nlohmann::json& value) {
     return buffer;
   }
   if (value.is_boolean()) return value.get<bool>() ? "yes" : "no";
-  return value.dump();
+  return json_text(value);
 }
 
 std::string severity_colour(const std::string& s) {
@@ -149,7 +151,7 @@ std::string render_csv(const nlohmann::json& rows, const std::vector<Column>& co
       if (value.is_string()) {
         text = value.get<std::string>();
       } else if (!value.is_null()) {
-        text = value.dump();  // full precision: CSV is for machines
+        text = json_text(value);  // full precision: CSV is for machines
       }
       out += (c ? "," : "") + csv_field(text);
     }

@@ -127,7 +127,7 @@ json heatmaps(const Database& db, const std::string& precision, int max_heatmaps
   while (q->step()) {
     json row = {{"phase", q->value(2)}, {"op", q->value(3)}, {"name", q->value(4)},
                 {"function", q->value(5)}, {"file", q->value(6)}, {"line", q->value(7)}};
-    const std::string id = row.dump();
+    const std::string id = json_text(row);
     Map& map = maps[id];
     if (map.key.is_null()) {
       map.key = row;

@@ -65,7 +65,7 @@ int compare(Args args) {
   };
   switch (common.format) {
     case query::Format::Json: {
-      std::cout << result.dump(2) << "\n";
+      std::cout << query::json_text(result, 2) << "\n";
       break;
     }
     case query::Format::Csv: {

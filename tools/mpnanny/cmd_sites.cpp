@@ -34,7 +34,7 @@ int sites(Args args) {
   if (databases.size() == 1) columns.erase(columns.begin());
   switch (common.format) {
     case query::Format::Json:
-      std::cout << rows.dump(2) << "\n";
+      std::cout << query::json_text(rows, 2) << "\n";
       break;
     case query::Format::Csv: {
       std::vector<query::Column> csv;

@@ -103,7 +103,7 @@ void print_csv(const json& runs) {
   std::cout << "rank,key,value\r\n";
   const auto emit = [](const json& rank, const std::string& key, const json& value) {
     std::cout << cell_text(rank) << "," << query::csv_field(key) << ","
-              << query::csv_field(value.is_string() ? value.get<std::string>() : value.is_null() ? "" : value.dump())
+              << query::csv_field(value.is_string() ? value.get<std::string>() : value.is_null() ? "" : query::json_text(value))
               << "\r\n";
   };
   for (const json& run : runs) {
@@ -148,7 +148,7 @@ int summary(Args args) {
   const json runs = query::summary(databases, worst);
   switch (common.format) {
     case query::Format::Json:
-      std::cout << runs.dump(2) << "\n";
+      std::cout << query::json_text(runs, 2) << "\n";
       break;
     case query::Format::Csv:
       print_csv(runs);
