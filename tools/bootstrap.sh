@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   clang-16 clang-tidy-16 libclang-16-dev llvm-16-dev llvm-16-tools
+  libclang-rt-16-dev
   libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libtorch-dev
   libgtest-dev libgmock-dev libbenchmark-dev libdw-dev
   cmake ninja-build g++ python3 python3-yaml python3-jsonschema
