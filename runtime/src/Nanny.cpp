@@ -224,6 +224,7 @@ class Nanny::Impl {
   // steps, for the verifier alone (verify_only_: no records, no parameters, only the sites' ops).
   std::unique_ptr<SiteVerifier> verifier_;  // guarded by mutex_ once the session runs
   std::vector<bool> site_op_;               // by watched index: some site names this op
+  bool opless_sites_ = false;               // some site names no op at all
   int64_t steps_begun_ = 0;
   std::atomic<bool> observing_{false};
   bool verify_only_ = false;
@@ -391,6 +392,8 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, boo
     if (verifier_) {
       site_op_.resize(watched_names_.size());
       for (size_t i = 0; i < watched_names_.size(); ++i) site_op_[i] = verifier_->any_site_watches(watched_names_[i]);
+      opless_sites_ = std::any_of(verifier_->sites().begin(), verifier_->sites().end(),
+                                  [](const Site& site) { return site.aten_ops.empty(); });
     }
     generation_ = ++g_session_generation;
 
@@ -684,6 +687,16 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
     const SourceLocation& location = locations_[context->location_id];
     if (const auto site = verifier_->match(location.file, location.line, watched_names_[op_index])) {
       context->site = static_cast<int64_t>(*site);
+    }
+  }
+  if (for_sites && verifier_ && context->outermost && in_backward && context->site < 0 && opless_sites_) {
+    // A site whose check names no op (a backward() call without loss scaling) is judged by the
+    // backward pass it starts: on the CPU the engine runs on the calling thread, so the user
+    // frame above a backward op is that call's line.
+    if (const auto caller = locator_ ? locator_->locate_caller() : std::nullopt) {
+      if (const auto site = verifier_->match(caller->file, caller->line, watched_names_[op_index])) {
+        context->site = static_cast<int64_t>(*site);
+      }
     }
   }
   if (context->outermost && !verify_only_) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -28,6 +29,10 @@ std::string collapse_spaces(const std::string& text) {
 // The site's expression starts at (line, column); a multi-line expression is compared on its
 // first line only. Whitespace is ignored, so reformatting inside the line does not make it stale.
 bool source_still_matches(const Site& site) {
+  // Only a regular file is read: a sites file naming /dev/zero or a FIFO would otherwise stall
+  // the training at its start or fill its memory (found by fuzz_sites).
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(site.file, error)) return true;
   std::ifstream in(site.file);
   if (!in) return true;  // sources not shipped with the binary: nothing to compare against
   std::string text;
@@ -220,7 +225,8 @@ std::vector<SiteVerdict> SiteVerifier::verdicts() const {
                    " at step " + std::to_string(e.worst_step);
     } else {
       v.verdict = Verdict::NotReached;
-      v.evidence = "never executed";
+      // A site without ops is matched by any op called from its line; none was.
+      v.evidence = sites_[i].aten_ops.empty() ? "never executed (no op called from this line)" : "never executed";
     }
     v.site = &sites_[i];
     v.executions = e.executions;

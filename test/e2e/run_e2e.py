@@ -107,6 +107,7 @@ def verify_example(args):
     mask = [s for s in sites if s["check"] == "mpnanny-fp16-constant-range" and "masked_fill" in text_of(s)]
     softmax = [s for s in sites if s["check"] == "mpnanny-softmax-dtype" and "softmax(scores" in text_of(s)]
     manual = [s for s in sites if "torch::log(torch::softmax(logits" in text_of(s)]
+    scaler = [s for s in sites if s["check"] == "mpnanny-missing-grad-scaler"]
     expect(len(mask) == 1, "one masked_fill(-1e9) site, got %s" % mask)
     expect(len(softmax) == 1, "one softmax site in the attention block, got %s" % softmax)
     expect(len(manual) >= 1, "the hand-written loss (EXAMPLE_LOSS=manual) is flagged")
@@ -134,6 +135,12 @@ def verify_example(args):
     expect(s["verdict"] == "NOT_OBSERVED", "the softmax, fine at run time, is NOT_OBSERVED: %s" % s)
     expect(s["steps_observed"] == 3 and s["worst_headroom"] > 2 and s["first_step"] is None,
            "observed on all 3 steps with headroom: %s" % s)
+    # loss.backward() without loss scaling: its check names no op; the backward pass it starts
+    # shows gradients that fp16 flushes to 0.
+    for n in scaler:
+        v = found[n["id"]]
+        expect(v["verdict"] == "CONFIRMED" and v["first_step"] == 0 and "flush to 0 in fp16" in v["evidence"],
+               "the missing grad scaler is CONFIRMED by underflowing gradients: %s" % v)
     for n in manual:
         v = found[n["id"]]
         expect(v["verdict"] == "NOT_REACHED" and v["steps_observed"] == 0, "the untaken branch is NOT_REACHED: %s" % v)

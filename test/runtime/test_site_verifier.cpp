@@ -102,6 +102,9 @@ TEST(SiteVerifier, TheOpsToObserveComeFromTheSites) {
   // A site that names no op takes any op at its line.
   SiteVerifier unnamed({site("/a.cpp", 1, "underflow")}, Precision::FP16);
   EXPECT_TRUE(unnamed.any_site_watches("aten::log"));
+  // Never matched: the evidence says that only ops called from its line could have counted.
+  EXPECT_EQ(unnamed.verdicts()[0].evidence, "never executed (no op called from this line)");
+  EXPECT_EQ(named.verdicts()[0].evidence, "never executed");
 }
 
 TEST(SiteVerifier, MissingMalformedAndStaleSitesFilesWarnOnce) {
