@@ -9,7 +9,11 @@
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -79,44 +83,228 @@ private:
 };
 } // namespace
 
+/// Each file's precompiled header, built once per distinct set of leading includes
+/// and flags, Jobs entries at a time, before any file is scanned. An entry missing for
+/// a single file would cost more to build and load than a plain parse: that file is
+/// scanned without it while Background builds it, for the next scan.
+static std::vector<std::optional<std::string>>
+prepareCache(HeaderCache &Cache, const std::vector<std::string> &Files,
+             const std::vector<std::vector<tooling::CompileCommand>> &Commands, unsigned Jobs,
+             const FileSystemFactory &MakeFS, std::vector<std::thread> &Background) {
+  std::vector<std::optional<std::string>> Pch(Files.size());
+  std::map<std::string, std::pair<HeaderCache::Plan, std::vector<size_t>>> ByKey;
+  auto FS = MakeFS ? MakeFS() : llvm::vfs::createPhysicalFileSystem();
+  for (size_t I = 0; I < Files.size(); ++I) {
+    // A file built twice with other flags would need two entries: scanned as it is.
+    if (Commands[I].size() != 1)
+      continue;
+    auto Text = FS->getBufferForFile(Files[I]);
+    if (!Text)
+      continue;
+    if (auto Plan = HeaderCache::planFor(Commands[I].front(), (*Text)->getBuffer())) {
+      auto &Entry = ByKey[Plan->Key];
+      Entry.first = std::move(*Plan);
+      Entry.second.push_back(I);
+    }
+  }
+  std::vector<const std::pair<HeaderCache::Plan, std::vector<size_t>> *> Entries;
+  const bool Debug = std::getenv("MPNANNY_DEBUG_SCAN") && *std::getenv("MPNANNY_DEBUG_SCAN");
+  static std::mutex Print;
+  auto Tell = [](const std::string &Note, const char *Kind = "note") {
+    if (Note.empty())
+      return;
+    std::lock_guard<std::mutex> G(Print);
+    llvm::errs() << "mpnanny-check: " << Kind << ": " << Note << "\n";
+  };
+  for (const auto &[Key, Entry] : ByKey) {
+    if (Entry.second.size() == 1 && !Cache.ready(Entry.first)) {
+      if (Debug)
+        Tell(Files[Entry.second.front()] + ": header cache entry built in the background",
+             "debug");
+      Background.emplace_back([&Cache, Plan = Entry.first, Tell] {
+        std::string Note;
+        Cache.pchFor(Plan, Note);
+        Tell(Note);
+      });
+      continue;
+    }
+    Entries.push_back(&Entry);
+  }
+  std::atomic<size_t> Next{0};
+  auto Worker = [&] {
+    for (size_t E = Next++; E < Entries.size(); E = Next++) {
+      std::string Note;
+      std::optional<std::string> Built = Cache.pchFor(Entries[E]->first, Note);
+      Tell(Note);
+      for (size_t I : Entries[E]->second) {
+        Pch[I] = Built;
+        if (Debug && Built)
+          Tell(Files[I] + ": header cache " + *Built, "debug");
+      }
+    }
+  };
+  std::vector<std::thread> Threads;
+  for (unsigned J = 1; J < std::min<size_t>(Jobs, Entries.size()); ++J)
+    Threads.emplace_back(Worker);
+  Worker();
+  for (auto &T : Threads)
+    T.join();
+  return Pch;
+}
+
+/// One file: with its precompiled header when it has one, and again without it when the
+/// compiler refuses the header (stale or corrupt since it was checked), which is then
+/// dropped from the cache.
+static void scanOne(FileScan &S, const std::vector<tooling::CompileCommand> &Commands,
+                    const std::optional<std::string> &Pch, const ContextFactory &MakeContext,
+                    bool ApplyFixes, const FileSystemFactory &MakeFS,
+                    const ScanSettings &Settings) {
+  auto Run = [&](const std::vector<tooling::CompileCommand> &Given) {
+    S.Context = MakeContext();
+    OneFileDatabase DB(S.File, Given);
+    // A physical file system of its own: the process-wide one follows chdir, and
+    // clang-tidy sets the working directory of each compile command on it.
+    auto FS = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(
+        MakeFS ? MakeFS() : llvm::vfs::createPhysicalFileSystem());
+    S.Errors = clang::tidy::runClangTidy(*S.Context, DB, {S.File}, FS, ApplyFixes,
+                                         Settings.Profile);
+    // The checks run on this thread and log here: the log is per thread.
+    S.Details = FindingLog::take();
+  };
+  if (Pch && Settings.Cache) {
+    std::vector<tooling::CompileCommand> WithPch;
+    for (const auto &C : Commands)
+      WithPch.push_back(HeaderCache::withPch(C, *Pch));
+    Run(WithPch);
+    auto Refusal = std::find_if(S.Errors.begin(), S.Errors.end(), [](const auto &E) {
+      return E.DiagLevel == tooling::Diagnostic::Error &&
+             HeaderCache::isPchError(E.Message.Message);
+    });
+    if (Refusal == S.Errors.end())
+      return;
+    llvm::errs() << "mpnanny-check: note: " << S.File << ": the compiler refused the header "
+                 << "cache entry " << *Pch << " (" << Refusal->Message.Message
+                 << "); scanned without it, and the entry is rebuilt next time\n";
+    Settings.Cache->discard(*Pch);
+  }
+  Run(Commands);
+}
+
 std::vector<FileScan> scanFiles(const std::vector<std::string> &Files,
                                 const std::vector<std::vector<tooling::CompileCommand>> &Commands,
                                 const ContextFactory &MakeContext, unsigned Jobs,
-                                bool ApplyFixes, const FileSystemFactory &MakeFS) {
+                                bool ApplyFixes, const FileSystemFactory &MakeFS,
+                                const ScanSettings &Settings) {
+  Jobs = std::max(1u, std::min<unsigned>(Jobs, static_cast<unsigned>(Files.size())));
+  std::vector<std::optional<std::string>> Pch(Files.size());
+  // Entries built alongside the scan; joined before returning (by a destructor, so that
+  // every return waits for them: a half-built entry is only a temporary file, but the
+  // thread must not outlive the cache it writes to).
+  struct Joiner {
+    std::vector<std::thread> Threads;
+    ~Joiner() {
+      for (auto &T : Threads)
+        T.join();
+    }
+  } Background;
+  if (Settings.Cache)
+    Pch = prepareCache(*Settings.Cache, Files, Commands, Jobs, MakeFS, Background.Threads);
+
   std::vector<FileScan> Scans(Files.size());
-  std::atomic<size_t> Next{0};
   std::atomic<size_t> Started{0};
   std::mutex ProgressLock;
   const bool Progress = llvm::sys::Process::StandardErrIsDisplayed();
-  auto Worker = [&] {
-    for (size_t I = Next++; I < Files.size(); I = Next++) {
-      if (Progress) {
-        std::lock_guard<std::mutex> G(ProgressLock);
-        llvm::errs() << "[" << ++Started << "/" << Files.size() << "] " << Files[I] << "\n";
-      }
-      FileScan &S = Scans[I];
-      S.File = Files[I];
-      S.Context = MakeContext();
-      OneFileDatabase DB(Files[I], Commands[I]);
-      // A physical file system of its own: the process-wide one follows chdir, and
-      // clang-tidy sets the working directory of each compile command on it.
-      auto FS = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(
-          MakeFS ? MakeFS() : llvm::vfs::createPhysicalFileSystem());
-      S.Errors = clang::tidy::runClangTidy(*S.Context, DB, {Files[I]}, FS, ApplyFixes);
-      // The checks run on this thread and log here: the log is per thread.
-      S.Details = FindingLog::take();
-    }
+  auto Announce = [&](size_t I) {
+    if (!Progress)
+      return;
+    std::lock_guard<std::mutex> G(ProgressLock);
+    llvm::errs() << "[" << ++Started << "/" << Files.size() << "] " << Files[I] << "\n";
   };
-  Jobs = std::max(1u, std::min<unsigned>(Jobs, static_cast<unsigned>(Files.size())));
-  if (Jobs == 1) {
+
+  if (!Settings.TimeoutSeconds) {
+    std::atomic<size_t> Next{0};
+    auto Worker = [&] {
+      for (size_t I = Next++; I < Files.size(); I = Next++) {
+        Announce(I);
+        Scans[I].File = Files[I];
+        scanOne(Scans[I], Commands[I], Pch[I], MakeContext, ApplyFixes, MakeFS, Settings);
+      }
+    };
+    std::vector<std::thread> Threads;
+    for (unsigned J = 1; J < Jobs; ++J)
+      Threads.emplace_back(Worker);
     Worker();
+    for (auto &T : Threads)
+      T.join();
     return Scans;
   }
-  std::vector<std::thread> Threads;
-  for (unsigned J = 0; J < Jobs; ++J)
-    Threads.emplace_back(Worker);
-  for (auto &T : Threads)
-    T.join();
+
+  // With a time limit, each file runs on a thread of its own that can be abandoned: a
+  // parse cannot be interrupted. What such a thread touches is its own (shared_ptr), so
+  // it may go on running after this function has returned.
+  struct Job {
+    FileScan Scan;
+    std::vector<tooling::CompileCommand> Commands;
+    std::optional<std::string> Pch;
+    ContextFactory MakeContext;
+    FileSystemFactory MakeFS;
+    ScanSettings Settings;
+    bool ApplyFixes = false;
+    std::chrono::steady_clock::time_point Deadline;
+    bool Done = false;
+  };
+  auto Finished = std::make_shared<std::pair<std::mutex, std::condition_variable>>();
+  std::vector<std::shared_ptr<Job>> Running(Files.size());
+  std::vector<bool> Collected(Files.size(), false);
+  size_t Next = 0, Active = 0, Left = Files.size();
+  std::unique_lock<std::mutex> L(Finished->first);
+  while (Left) {
+    while (Active < Jobs && Next < Files.size()) {
+      size_t I = Next++;
+      Announce(I);
+      auto J = std::make_shared<Job>();
+      J->Scan.File = Files[I];
+      J->Commands = Commands[I];
+      J->Pch = Pch[I];
+      J->MakeContext = MakeContext;
+      J->MakeFS = MakeFS;
+      J->Settings = Settings;
+      J->ApplyFixes = ApplyFixes;
+      J->Deadline = std::chrono::steady_clock::now() + std::chrono::seconds(Settings.TimeoutSeconds);
+      Running[I] = J;
+      ++Active;
+      std::thread([J, Finished] {
+        scanOne(J->Scan, J->Commands, J->Pch, J->MakeContext, J->ApplyFixes, J->MakeFS,
+                J->Settings);
+        std::lock_guard<std::mutex> G(Finished->first);
+        J->Done = true;
+        Finished->second.notify_all();
+      }).detach();
+    }
+    auto Earliest = std::chrono::steady_clock::time_point::max();
+    for (size_t I = 0; I < Files.size(); ++I)
+      if (Running[I] && !Collected[I])
+        Earliest = std::min(Earliest, Running[I]->Deadline);
+    Finished->second.wait_until(L, Earliest);
+    auto Now = std::chrono::steady_clock::now();
+    for (size_t I = 0; I < Files.size(); ++I) {
+      if (!Running[I] || Collected[I])
+        continue;
+      if (Running[I]->Done) {
+        Scans[I] = std::move(Running[I]->Scan);
+      } else if (Now >= Running[I]->Deadline) {
+        Scans[I].File = Files[I];
+        Scans[I].Context = MakeContext(); // what the reporters read, with no finding
+        Scans[I].StoppedAfterSeconds = Settings.TimeoutSeconds;
+      } else {
+        continue;
+      }
+      Collected[I] = true;
+      Running[I].reset();
+      --Active;
+      --Left;
+    }
+  }
   return Scans;
 }
 

@@ -10,12 +10,14 @@
 #define MPNANNY_TOOLS_SCAN_H
 
 #include "FindingLog.h"
+#include "HeaderCache.h"
 #include "clang-tidy/ClangTidy.h"
 #include "clang-tidy/ClangTidyDiagnosticConsumer.h"
 #include "clang/Tooling/CompilationDatabase.h"
 #include "llvm/Support/VirtualFileSystem.h"
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,20 @@ struct FileScan {
   std::unique_ptr<clang::tidy::ClangTidyContext> Context;
   std::vector<clang::tidy::ClangTidyError> Errors;
   std::vector<FindingDetail> Details;
+  /// Set when the file ran past the time limit: its findings are missing.
+  std::optional<unsigned> StoppedAfterSeconds;
+};
+
+/// How files are scanned, beyond their commands.
+struct ScanSettings {
+  /// The LibTorch header cache; null: every header is parsed every time.
+  HeaderCache *Cache = nullptr;
+  /// Seconds one file may take; 0: no limit. A file past it is abandoned, reported, and
+  /// the others go on; the caller must then end the process with std::_Exit, since the
+  /// abandoned parse still runs on its thread.
+  unsigned TimeoutSeconds = 0;
+  /// Each check's matching time, per file, on stderr (clang-tidy's --enable-check-profile).
+  bool Profile = false;
 };
 
 using ContextFactory = std::function<std::unique_ptr<clang::tidy::ClangTidyContext>()>;
@@ -40,11 +56,14 @@ using FileSystemFactory = std::function<llvm::IntrusiveRefCntPtr<llvm::vfs::File
 
 /// Runs the checks on every file, Jobs at a time. Commands[i] are the compile
 /// commands of Files[i]. MakeFS, when set, is what the compiler reads
-/// through (sources in memory, a sandbox); by default the disk. Progress "[i/N] file" goes to stderr when it is a terminal.
+/// through (sources in memory, a sandbox); by default the disk. Progress "[i/N] file" goes
+/// to stderr when it is a terminal. With a header cache, each distinct set of leading
+/// includes is precompiled once, before the files fan out.
 std::vector<FileScan> scanFiles(const std::vector<std::string> &Files,
                                 const std::vector<std::vector<clang::tooling::CompileCommand>> &Commands,
                                 const ContextFactory &MakeContext, unsigned Jobs, bool ApplyFixes,
-                                const FileSystemFactory &MakeFS = nullptr);
+                                const FileSystemFactory &MakeFS = nullptr,
+                                const ScanSettings &Settings = {});
 
 /// Drops the diagnostics an earlier file already reported (a finding in a header
 /// that several files include), so that each is printed and counted once.

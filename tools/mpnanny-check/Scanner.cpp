@@ -117,6 +117,12 @@ std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
                                        const std::string &Hint) {
   std::vector<std::string> Problems;
   for (const auto &S : Scans) {
+    if (S.StoppedAfterSeconds) {
+      Problems.push_back(S.File + ": scan stopped after " +
+                         std::to_string(*S.StoppedAfterSeconds) +
+                         " s (--timeout); this file's findings are missing");
+      continue;
+    }
     unsigned Count = 0;
     std::string First;
     for (const auto &E : S.Errors)
