@@ -31,7 +31,9 @@
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <thread>
 
 using namespace clang;
@@ -79,6 +81,18 @@ cl::opt<std::string> Explain("explain", cl::desc("Print a check's knowledge page
                              cl::value_desc("check"), cl::cat(Category));
 cl::list<std::string> ExtraArgs("extra-arg", cl::desc("Extra compiler argument"),
                                 cl::cat(Category));
+cl::opt<std::string> CacheDir("cache-dir",
+                              cl::desc("Where the LibTorch header cache lives (default: "
+                                       "$XDG_CACHE_HOME/mpnanny, else ~/.cache/mpnanny)"),
+                              cl::value_desc("dir"), cl::cat(Category));
+cl::opt<bool> NoCache("no-cache", cl::desc("Parse every header every time"), cl::cat(Category));
+cl::opt<unsigned> Timeout("timeout",
+                          cl::desc("Seconds one file may take before its scan is stopped "
+                                   "(default 300; 0: no limit)"),
+                          cl::init(300), cl::value_desc("s"), cl::cat(Category));
+cl::opt<bool> CheckProfile("enable-check-profile",
+                           cl::desc("Print each check's matching time per file to stderr"),
+                           cl::cat(Category));
 
 const char *const DefaultSitesFile = "mpnanny-sites.json";
 
@@ -270,8 +284,19 @@ int main(int argc, const char **argv) {
   }
 
   unsigned JobCount = Jobs ? Jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::optional<mpnanny::check::HeaderCache> Cache;
+  if (!NoCache) {
+    std::string Dir = CacheDir.empty() ? mpnanny::check::defaultCacheDirectory() : CacheDir;
+    if (!Dir.empty())
+      Cache.emplace(Dir);
+  }
+  mpnanny::check::ScanSettings Settings;
+  Settings.Cache = Cache ? &*Cache : nullptr;
+  Settings.TimeoutSeconds = Timeout;
+  Settings.Profile = CheckProfile;
   std::vector<mpnanny::check::FileScan> Scans =
-      mpnanny::check::scanFiles(Files, Commands, makeContext, JobCount, /*ApplyFixes=*/false);
+      mpnanny::check::scanFiles(Files, Commands, makeContext, JobCount, /*ApplyFixes=*/false,
+                                /*MakeFS=*/nullptr, Settings);
   mpnanny::check::dropRepeats(Scans);
 
   std::vector<ClangTidyError> Errors;
@@ -344,8 +369,18 @@ int main(int argc, const char **argv) {
     errs() << "; " << Problems.size() << " file(s) with errors\n";
   }
 
+  // A scan past --timeout still runs on its thread: end without the destructors it uses.
+  auto Exit = [&](int Code) {
+    for (const auto &S : Scans)
+      if (S.StoppedAfterSeconds) {
+        outs().flush();
+        errs().flush();
+        std::_Exit(Code);
+      }
+    return Code;
+  };
   if (Unreadable || !Problems.empty())
-    return 3;
+    return Exit(3);
   if (ConfigErrors)
     return 2;
   int Threshold = severityRank(FailOn);
