@@ -10,7 +10,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void AutocastCacheCheck::registerMatchers(MatchFinder *Finder) {
+void AutocastCacheCheck::registerCheckMatchers(MatchFinder *Finder) {
   Finder->addMatcher(callExpr(unless(isExpansionInSystemHeader())).bind("call"), this);
 }
 

@@ -8,7 +8,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void ClipBeforeUnscaleCheck::registerMatchers(MatchFinder *Finder) {
+void ClipBeforeUnscaleCheck::registerCheckMatchers(MatchFinder *Finder) {
   Finder->addMatcher(
       callExpr(unless(isExpansionInSystemHeader()),
                callee(functionDecl(hasAnyName("::torch::nn::utils::clip_grad_norm_",

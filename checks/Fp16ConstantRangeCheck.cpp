@@ -9,7 +9,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void Fp16ConstantRangeCheck::registerMatchers(MatchFinder *Finder) {
+void Fp16ConstantRangeCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (!knowledgeBase())
     return;
   Finder->addMatcher(knowledgeBaseCall().bind("call"), this);

@@ -61,7 +61,7 @@ bool GradScalerConfigCheck::mixedPrecision(ASTContext &Ctx) {
   return *MixedPrecisionTU;
 }
 
-void GradScalerConfigCheck::registerMatchers(MatchFinder *Finder) {
+void GradScalerConfigCheck::registerCheckMatchers(MatchFinder *Finder) {
   auto User = unless(isExpansionInSystemHeader());
   auto Scaler = cxxRecordDecl(matchesName(ScalerName));
   Finder->addMatcher(cxxConstructExpr(User, hasDeclaration(cxxConstructorDecl(ofClass(Scaler))))

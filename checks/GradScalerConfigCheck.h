@@ -15,7 +15,7 @@ namespace clang::tidy::mpnanny {
 class GradScalerConfigCheck : public MpnannyCheck {
 public:
   using MpnannyCheck::MpnannyCheck;
-  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void registerCheckMatchers(ast_matchers::MatchFinder *Finder) override;
   void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
   void onStartOfTranslationUnit() override;
 

@@ -79,7 +79,7 @@ std::optional<SoftmaxUnderLog> findSoftmaxUnderLog(const Expr *LogArgument,
   return std::nullopt;
 }
 
-void LogSoftmaxCheck::registerMatchers(MatchFinder *Finder) {
+void LogSoftmaxCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (knowledgeBase())
     Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
 }

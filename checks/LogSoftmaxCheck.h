@@ -28,7 +28,7 @@ std::optional<SoftmaxUnderLog> findSoftmaxUnderLog(const Expr *LogArgument,
 class LogSoftmaxCheck : public MpnannyCheck {
 public:
   using MpnannyCheck::MpnannyCheck;
-  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void registerCheckMatchers(ast_matchers::MatchFinder *Finder) override;
   void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
   void onStartOfTranslationUnit() override;
 

@@ -8,7 +8,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void LossInHalfCheck::registerMatchers(MatchFinder *Finder) {
+void LossInHalfCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (!knowledgeBase())
     return;
   // Built-in losses: the knowledge-base ops with `check: mpnanny-loss-in-half`.

@@ -8,7 +8,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void MasterWeightsCheck::registerMatchers(MatchFinder *Finder) {
+void MasterWeightsCheck::registerCheckMatchers(MatchFinder *Finder) {
   auto Optimizer = cxxRecordDecl(isSameOrDerivedFrom(hasName("::torch::optim::Optimizer")));
   Finder->addMatcher(cxxConstructExpr(unless(isExpansionInSystemHeader()),
                                       hasDeclaration(cxxConstructorDecl(ofClass(Optimizer))))

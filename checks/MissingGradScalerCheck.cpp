@@ -8,7 +8,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void MissingGradScalerCheck::registerMatchers(MatchFinder *Finder) {
+void MissingGradScalerCheck::registerCheckMatchers(MatchFinder *Finder) {
   Finder->addMatcher(callExpr(unless(isExpansionInSystemHeader()),
                               callee(functionDecl(hasName("backward"))))
                          .bind("backward"),

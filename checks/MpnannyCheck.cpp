@@ -5,9 +5,11 @@
 #include "clang/AST/ASTContext.h"
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 using namespace clang::ast_matchers;
 
@@ -26,6 +28,7 @@ MpnannyCheck::MpnannyCheck(StringRef Name, ClangTidyContext *Context)
           << Forced << Name;
   }
   RulesDirectory = Options.getLocalOrGlobal("RulesDirectory", "").str();
+  ReportsSystemHeaders = Context->getOptions().SystemHeaders.value_or(false);
   std::string Dir = RulesDirectory.empty() ? kb::KnowledgeBase::defaultDirectory() : RulesDirectory;
   try {
     KB = kb::KnowledgeBase::cached(Dir);
@@ -40,6 +43,46 @@ void MpnannyCheck::storeOptions(ClangTidyOptions::OptionMap &Opts) {
 }
 
 void MpnannyCheck::onStartOfTranslationUnit() { PrecisionContext::reset(); }
+
+std::vector<Decl *> userTopLevelDecls(ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  std::vector<Decl *> User;
+  // decls(), not noload_decls(): a user header inside a precompiled header is user code.
+  // Only the top level of the precompiled header is read, not what namespaces hold.
+  for (Decl *D : Ctx.getTranslationUnitDecl()->decls()) {
+    SourceLocation Where = D->getLocation();
+    // Invalid: the compiler's implicit declarations (__builtin_va_list, __int128_t).
+    if (Where.isValid() && !SM.isInSystemHeader(Where))
+      User.push_back(D);
+  }
+  return User;
+}
+
+void MpnannyCheck::UserCodeScope::run(const MatchFinder::MatchResult &Result) {
+  ASTContext &Ctx = *Result.Context;
+  const std::vector<Decl *> &Current = Ctx.getTraversalScope();
+  // Another mpnanny check (or a tool) limited it already for this translation unit.
+  if (Current.size() != 1 || !isa<TranslationUnitDecl>(Current.front()))
+    return;
+  std::vector<Decl *> User = userTopLevelDecls(Ctx);
+  // MPNANNY_DEBUG_SCAN: what the tests look at to see that LibTorch is not walked.
+  if (const char *Debug = std::getenv("MPNANNY_DEBUG_SCAN"); Debug && *Debug) {
+    size_t All = 0;
+    for ([[maybe_unused]] Decl *D : Ctx.getTranslationUnitDecl()->decls())
+      ++All;
+    llvm::errs() << "mpnanny: traversal scope: " << User.size() << " of " << All
+                 << " top-level declarations\n";
+  }
+  Ctx.setTraversalScope(User);
+}
+
+void MpnannyCheck::registerMatchers(MatchFinder *Finder) {
+  // The translation unit is matched before anything inside it is visited, so the scope
+  // set here applies to the whole traversal of every check.
+  if (!ReportsSystemHeaders)
+    Finder->addMatcher(translationUnitDecl(), &Scope);
+  registerCheckMatchers(Finder);
+}
 
 const PrecisionContext &MpnannyCheck::precisionContext(ASTContext &Ctx) const {
   return PrecisionContext::get(Ctx, ForcedPrecision);

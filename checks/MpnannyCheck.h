@@ -23,11 +23,16 @@ public:
   MpnannyCheck(StringRef Name, ClangTidyContext *Context);
   void storeOptions(ClangTidyOptions::OptionMap &Opts) override;
   void onStartOfTranslationUnit() override;
+  /// Limits the traversal to the user's code, then lets the check add its matchers.
+  void registerMatchers(ast_matchers::MatchFinder *Finder) final;
   bool isLanguageVersionSupported(const LangOptions &LangOpts) const override {
     return LangOpts.CPlusPlus;
   }
 
 protected:
+  /// The check's own matchers (registerMatchers() is taken by the traversal scope).
+  virtual void registerCheckMatchers(ast_matchers::MatchFinder *Finder) = 0;
+
   /// Null when the rules could not be loaded (reported once as a configuration error).
   const kb::KnowledgeBase *knowledgeBase() const { return KB.get(); }
   const PrecisionContext &precisionContext(ASTContext &Ctx) const;
@@ -58,9 +63,24 @@ protected:
   std::string RulesDirectory;
 
 private:
+  /// Sets the translation unit's traversal scope to the top-level declarations outside
+  /// system headers, before any matcher or analysis walks it: LibTorch and the standard
+  /// library (included with -isystem) are then never visited, and the parent map is
+  /// built over the user's code alone. Left alone when system headers are reported.
+  class UserCodeScope : public ast_matchers::MatchFinder::MatchCallback {
+  public:
+    void run(const ast_matchers::MatchFinder::MatchResult &Result) override;
+  };
+
   std::shared_ptr<const kb::KnowledgeBase> KB;
   std::string Name;
+  UserCodeScope Scope;
+  bool ReportsSystemHeaders = false;
 };
+
+/// The top-level declarations of the translation unit that are not in system headers
+/// (those of a precompiled header's user files included), in their order.
+std::vector<Decl *> userTopLevelDecls(ASTContext &Ctx);
 
 /// Format limits (derived from IEEE binary16 / bfloat16; see shared KNOWLEDGE.md).
 struct FormatLimits {

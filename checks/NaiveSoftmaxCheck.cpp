@@ -10,7 +10,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void NaiveSoftmaxCheck::registerMatchers(MatchFinder *Finder) {
+void NaiveSoftmaxCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (!knowledgeBase())
     return;
   Finder->addMatcher(knowledgeBaseCall().bind("call"), this);

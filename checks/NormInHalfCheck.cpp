@@ -10,7 +10,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void NormInHalfCheck::registerMatchers(MatchFinder *Finder) {
+void NormInHalfCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (!knowledgeBase())
     return;
   // mean for hand-written statistics; var and batch_norm through the knowledge base.

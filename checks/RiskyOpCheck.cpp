@@ -9,7 +9,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void RiskyOpCheck::registerMatchers(MatchFinder *Finder) {
+void RiskyOpCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (knowledgeBase())
     Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
 }

@@ -5,7 +5,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void SoftmaxDtypeCheck::registerMatchers(MatchFinder *Finder) {
+void SoftmaxDtypeCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (knowledgeBase())
     Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
 }

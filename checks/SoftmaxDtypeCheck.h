@@ -14,7 +14,7 @@ namespace clang::tidy::mpnanny {
 class SoftmaxDtypeCheck : public OwnedOpCheck {
 public:
   using OwnedOpCheck::OwnedOpCheck;
-  void registerMatchers(ast_matchers::MatchFinder *Finder) override;
+  void registerCheckMatchers(ast_matchers::MatchFinder *Finder) override;
   void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
 };
 

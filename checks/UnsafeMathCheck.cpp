@@ -50,7 +50,7 @@ UnsafeMathCheck::UnsafeMathCheck(StringRef Name, ClangTidyContext *Context)
       LogSoftmaxEnabled(Context->isCheckEnabled("mpnanny-log-softmax")),
       RiskyOpEnabled(Context->isCheckEnabled("mpnanny-risky-op")) {}
 
-void UnsafeMathCheck::registerMatchers(MatchFinder *Finder) {
+void UnsafeMathCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (!knowledgeBase())
     return;
   Finder->addMatcher(knowledgeBaseCall().bind("call"), this);

@@ -5,7 +5,7 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
-void UnscaledSumCheck::registerMatchers(MatchFinder *Finder) {
+void UnscaledSumCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (knowledgeBase())
     Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
 }
