@@ -137,5 +137,17 @@ TEST(SiteVerifier, MissingMalformedAndStaleSitesFilesWarnOnce) {
   EXPECT_NE(load_sites(dir.file("v2.json")).warning.find("schema_version 2"), std::string::npos);
 }
 
+// Found by fuzz_sites: a site naming /dev/zero was read for its "source line" until memory ran out
+// (a FIFO would block the training forever). Only regular files are compared; others are kept.
+TEST(SiteVerifier, ASourceThatIsNotARegularFileIsNotRead) {
+  test::ScratchDir dir;
+  std::ofstream(dir.file("sites.json"))
+      << "{\"schema_version\": 1, \"sites\": [{\"id\": \"a\", \"file\": \"/dev/zero\", \"line\": 2, "
+         "\"expression\": \"torch::exp(x)\"}]}";
+  const SitesFile loaded = load_sites(dir.file("sites.json"));
+  EXPECT_EQ(loaded.sites.size(), 1u);
+  EXPECT_TRUE(loaded.warning.empty()) << loaded.warning;
+}
+
 }  // namespace
 }  // namespace mpnanny
