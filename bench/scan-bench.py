@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Scan benchmark: mpnanny-check and the clang-tidy plugin against the parser's floor.
+
+Runs, side by side and interleaved (so that a change in the machine's load hits every
+variant alike), on the example model and on a generated project whose units all include
+<torch/torch.h>:
+
+  parse     clang++-16 -fsyntax-only                       the floor
+  tidy      clang-tidy-16 --load <plugin> -checks='-*,mpnanny-*'
+  nocache   mpnanny-check --no-cache
+  cold      mpnanny-check with an empty header cache (it builds the cache)
+  warm      mpnanny-check with the cache built
+
+and prints medians, the ratios the issue sets targets for, peak memory (max RSS of the
+process) and the per-check cost table (clang-tidy's check profile,
+with and without the traversal limited to the user's code). Not a test: the numbers
+depend on the machine. Python 3 standard library only.
+
+  bench/scan-bench.py --build build            # full run (tens of minutes on 2 cores)
+  bench/scan-bench.py --build build --quick    # one rep on a mock-header snippet
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.path.dirname(HERE)
+TARGETS = {"cold / parse": 1.10, "tidy / parse": 1.25, "warm / parse": 0.40,
+           "project -j2 warm / tidy one by one": 0.25}
+
+
+def torch_flags():
+    """LibTorch's include folders as -isystem (as mpnanny-check finds them by itself)."""
+    for prefix in [os.environ.get("TORCH_DIR", ""), "/usr", "/usr/local", "/opt/libtorch"]:
+        inc = os.path.join(prefix, "include")
+        if prefix and os.path.exists(os.path.join(inc, "torch/csrc/api/include/torch/torch.h")):
+            flags = ["-isystem", os.path.join(inc, "torch/csrc/api/include")]
+            if os.path.normpath(inc) not in ("/usr/include", "/usr/local/include"):
+                flags += ["-isystem", inc]
+            return flags
+    sys.exit("scan-bench: LibTorch's headers not found (set TORCH_DIR)")
+
+
+def timed(cmd, env=None):
+    """(seconds, peak RSS in MiB) of one run; exits when the command fails (exit > 1)."""
+    with tempfile.TemporaryFile("w+") as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        # wait4: the resource usage of this child alone (its peak RSS), not of all children.
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 1):
+            err.seek(0)
+            sys.exit("scan-bench: %s failed (exit %d):\n%s" % (" ".join(cmd), proc.returncode,
+                                                              err.read()[-3000:]))
+    return seconds, usage.ru_maxrss / 1024
+
+
+def generate_project(root, units, flags):
+    """`units` files that each include <torch/torch.h> and hold a small fp16 model step,
+    and the compile_commands.json a CMake build would write for them."""
+    # Sources beside the build folder, not in it: files inside it count as generated.
+    src, build = os.path.join(root, "src"), os.path.join(root, "build")
+    os.makedirs(src, exist_ok=True)
+    os.makedirs(build, exist_ok=True)
+    commands = []
+    for i in range(units):
+        path = os.path.join(src, "unit%02d.cpp" % i)
+        with open(path, "w") as f:
+            f.write("""#include <torch/torch.h>
+
+// Unit %d of a generated project: a layer and a loss computed in half precision.
+torch::Tensor layer%d(const torch::Tensor &x, const torch::Tensor &w) {
+  auto h = torch::matmul(x.to(torch::kHalf), w.to(torch::kHalf));
+  auto scores = torch::softmax(h, -1);
+  return torch::log(scores).masked_fill(h > 0, -1e9);
+}
+
+float loss%d(const torch::Tensor &x, const torch::Tensor &w, const torch::Tensor &y) {
+  auto p = layer%d(x, w);
+  return torch::mse_loss(p, y.to(torch::kHalf)).sum().item<float>();
+}
+""" % (i, i, i, i))
+        commands.append({"directory": build, "file": path,
+                         "arguments": ["/usr/bin/clang++-16", "-std=c++17"] + flags +
+                                      ["-c", path, "-o", os.path.basename(path) + ".o"]})
+    with open(os.path.join(build, "compile_commands.json"), "w") as f:
+        json.dump(commands, f, indent=1)
+    return build, sorted(c["file"] for c in commands)
+
+
+def profile_table(stderr):
+    """{check: wall seconds} summed over the files of clang-tidy's --enable-check-profile
+    table (its columns vary: the wall time is the last one before the name)."""
+    totals = {}
+    for line in stderr.splitlines():
+        times = re.findall(r"([\d.]+)\s*\(\s*[\d.]+%\)", line)
+        name = re.search(r"%\)\s+(\S+)\s*$", line)
+        if times and name and name.group(1) != "Total":
+            # The one matcher that belongs to no check: the traversal scope's, which each
+            # mpnanny check registers and the first one to run sets.
+            label = "(traversal scope)" if name.group(1) == "<unknown>" else name.group(1)
+            totals[label] = totals.get(label, 0.0) + float(times[-1])
+    return totals
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(SOURCE_DIR, "build"),
+                    help="build folder holding bin/mpnanny-check and the plugin")
+    ap.add_argument("--clang", default="clang++-16")
+    ap.add_argument("--clang-tidy", default="clang-tidy-16")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions of each measure (median)")
+    ap.add_argument("--units", type=int, default=20, help="units of the generated project")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--quick", action="store_true",
+                    help="one rep on a corpus snippet with the mock headers: a smoke run")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    args = ap.parse_args()
+
+    check = os.path.join(args.build, "bin", "mpnanny-check")
+    plugins = glob.glob(os.path.join(args.build, "**", "libmpnanny-tidy.so"), recursive=True)
+    for tool in [check, shutil.which(args.clang), shutil.which(args.clang_tidy)]:
+        if not tool or not os.path.exists(tool):
+            sys.exit("scan-bench: missing %s (build mpnanny-check and mpnanny-tidy)" % tool)
+    if not plugins:
+        sys.exit("scan-bench: no libmpnanny-tidy.so under " + args.build)
+    plugin = plugins[0]
+
+    scratch = tempfile.mkdtemp(prefix="mpnanny-scan-bench-")
+    if args.quick:
+        args.reps, args.units = 1, 2
+        mock = os.path.join(SOURCE_DIR, "test", "checks", "Inputs", "mock")
+        flags = ["-std=c++17", "-isystem", mock]
+        model = os.path.join(SOURCE_DIR, "test", "corpus", "risky-op-half-model.cpp")
+        if not os.path.exists(model):
+            model = sorted(glob.glob(os.path.join(SOURCE_DIR, "test", "corpus", "*.cpp")))[0]
+    else:
+        flags = ["-std=c++17"] + torch_flags()
+        model = os.path.join(SOURCE_DIR, "examples", "train_attention.cpp")
+    model_flags = flags + ["-I", os.path.join(SOURCE_DIR, "runtime", "include")]
+    checks = "-checks=-*,mpnanny-*"
+    env = dict(os.environ)
+    env.pop("XDG_CACHE_HOME", None)
+
+    load = os.getloadavg()
+    print("scan-bench: %s, %d cores, load %.1f %.1f %.1f, %d rep(s)" % (
+        os.uname().nodename, os.cpu_count(), *load, args.reps))
+    print("model: %s" % os.path.relpath(model, SOURCE_DIR))
+
+    # --- the model: every variant once per rep, interleaved ---------------------------
+    warm_dir = os.path.join(scratch, "cache-warm")
+    timed([check, checks, "--cache-dir=" + warm_dir, model, "--"] + model_flags, env=env)
+    variants = {
+        "parse": lambda r: [args.clang, "-fsyntax-only"] + model_flags + [model],
+        "tidy": lambda r: [args.clang_tidy, "--load", plugin, checks, model, "--"] + model_flags,
+        "nocache": lambda r: [check, checks, "--no-cache", model, "--"] + model_flags,
+        "cold": lambda r: [check, checks, "--cache-dir=" + os.path.join(scratch, "cold%d" % r),
+                           model, "--"] + model_flags,
+        "warm": lambda r: [check, checks, "--cache-dir=" + warm_dir, model, "--"] + model_flags,
+    }
+    times = {k: [] for k in variants}
+    rss = {k: [] for k in variants}
+    for r in range(args.reps):
+        for name, cmd in variants.items():
+            s, m = timed(cmd(r), env=env)
+            times[name].append(s)
+            rss[name].append(m)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print("\n%-10s %10s %10s %12s" % ("variant", "median s", "x parse", "peak RSS MiB"))
+    for name in variants:
+        print("%-10s %10.2f %10.2f %12.0f" % (name, med[name], med[name] / med["parse"],
+                                              max(rss[name])))
+
+    # --- the generated project ---------------------------------------------------------
+    project, units = generate_project(os.path.join(scratch, "project"), args.units, flags)
+    project_cache = os.path.join(scratch, "cache-project")
+    build_s, _ = timed([check, checks, "--cache-dir=" + project_cache, "-p", project,
+                        "-j", str(args.jobs)], env=env)
+    warm_j = []
+    warm_rss = []
+    for _ in range(args.reps):
+        s, m = timed([check, checks, "--cache-dir=" + project_cache, "-p", project, "-j",
+                      str(args.jobs)], env=env)
+        warm_j.append(s)
+        warm_rss.append(m)
+    start = time.monotonic()
+    for unit in units:
+        timed([args.clang_tidy, "--load", plugin, checks, "-p", project, unit], env=env)
+    tidy_seq = time.monotonic() - start
+    print("\nproject: %d units, each including <torch/torch.h>" % len(units))
+    print("  mpnanny-check -p -j%d, cold cache (builds it): %8.2f s" % (args.jobs, build_s))
+    print("  mpnanny-check -p -j%d, warm cache (median):    %8.2f s  peak RSS %.0f MiB "
+          "(one job: the model's warm scan above)" % (args.jobs, statistics.median(warm_j),
+                                                      max(warm_rss)))
+    print("  clang-tidy-16 + plugin, one unit after another: %8.2f s" % tidy_seq)
+
+    ratios = {
+        "cold / parse": med["cold"] / med["parse"],
+        "nocache / parse": med["nocache"] / med["parse"],
+        "tidy / parse": med["tidy"] / med["parse"],
+        "warm / parse": med["warm"] / med["parse"],
+        "project -j2 warm / tidy one by one": statistics.median(warm_j) / tidy_seq,
+    }
+    print("\n%-40s %7s %7s" % ("ratio", "value", "target"))
+    for name, value in ratios.items():
+        target = TARGETS.get(name)
+        print("%-40s %7.2f %7s %s" % (name, value, "%.2f" % target if target else "-",
+                                      "" if not target else ("ok" if value <= target else "MISSED")))
+
+    # --- per-check cost ------------------------------------------------------------------
+    print("\nper-check matching time on %s (s; clang-tidy --enable-check-profile):" %
+          os.path.basename(model))
+    tables = {}
+    for label, extra in [("user code only", []), ("all headers (--system-headers)", ["--system-headers"])]:
+        proc = subprocess.run([args.clang_tidy, "--load", plugin, checks, "--enable-check-profile"]
+                              + extra + [model, "--"] + model_flags, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        tables[label] = profile_table(proc.stderr)
+    names = sorted(set().union(*tables.values()), key=lambda n: -tables["user code only"].get(n, 0))
+    print("  %-40s %16s %32s" % ("check", "user code only", "all headers (--system-headers)"))
+    for n in names:
+        print("  %-40s %16.4f %32.4f" % (n, tables["user code only"].get(n, 0.0),
+                                         tables["all headers (--system-headers)"].get(n, 0.0)))
+    print("  %-40s %16.4f %32.4f" % ("total", sum(tables["user code only"].values()),
+                                     sum(tables["all headers (--system-headers)"].values())))
+    print("\nload at the end: %.1f %.1f %.1f" % os.getloadavg())
+    if args.keep:
+        print("scratch kept in " + scratch)
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
