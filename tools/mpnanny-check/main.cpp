@@ -16,6 +16,7 @@
 #include "Scan.h"
 #include "Scanner.h"
 #include "TorchHeaders.h"
+#include "Verified.h"
 
 #include "clang-tidy/ClangTidy.h"
 #include "clang-tidy/ClangTidyDiagnosticConsumer.h"
@@ -90,6 +91,15 @@ cl::opt<unsigned> Timeout("timeout",
                           cl::desc("Seconds one file may take before its scan is stopped "
                                    "(default 300; 0: no limit)"),
                           cl::init(300), cl::value_desc("s"), cl::cat(Category));
+cl::opt<std::string> VerifiedDb("verified",
+                               cl::desc("Show each finding with its verdict from a MPNANNY_VERIFY=1 "
+                                        "run's database (nanny_logs/metrics.db)"),
+                               cl::value_desc("metrics.db"), cl::cat(Category));
+cl::opt<std::string> HideCleared(
+    "hide-cleared",
+    cl::desc("With --verified: hide findings that run time showed healthy (NOT_OBSERVED) on at "
+             "least N steps (--hide-cleared=N, default 100)"),
+    cl::value_desc("N"), cl::ValueOptional, cl::cat(Category));
 cl::opt<bool> CheckProfile("enable-check-profile",
                            cl::desc("Print each check's matching time per file to stderr"),
                            cl::cat(Category));
@@ -211,6 +221,23 @@ int main(int argc, const char **argv) {
     return fail("unknown --precision '" + PrecisionOpt +
                     "' (use fp32, fp16, bf16, autocast-fp16 or autocast-bf16)",
                 2);
+  std::optional<mpnanny::check::Verdicts> Verified;
+  if (!VerifiedDb.empty()) {
+    std::string Error;
+    Verified = mpnanny::check::readVerdicts(VerifiedDb, Error);
+    if (!Verified)
+      return fail(Error, 2);
+  }
+  int64_t ClearedAfterSteps = -1; // no hiding
+  if (HideCleared.getNumOccurrences()) {
+    if (!Verified)
+      return fail("--hide-cleared needs --verified metrics.db", 2);
+    char *End = nullptr;
+    const long long N = HideCleared.empty() ? 100 : std::strtoll(HideCleared.c_str(), &End, 10);
+    if ((!HideCleared.empty() && *End != '\0') || N < 0)
+      return fail("--hide-cleared takes a number of steps, not '" + HideCleared + "'", 2);
+    ClearedAfterSteps = N;
+  }
   std::string Rules = RulesDir.empty() ? mpnanny::kb::KnowledgeBase::defaultDirectory() : RulesDir;
   try {
     mpnanny::kb::KnowledgeBase::cached(Rules);
@@ -302,7 +329,7 @@ int main(int argc, const char **argv) {
   std::vector<ClangTidyError> Errors;
   std::vector<mpnanny::FindingDetail> Details;
   for (auto &S : Scans) {
-    if (FormatOpt == "text") {
+    if (FormatOpt == "text" && !Verified) {
       unsigned WarningsAsErrors = 0;
       // clang-tidy's own reporter prints the findings, so both doors read alike.
       handleErrors(S.Errors, *S.Context, FixOpt ? FB_Fix : FB_NoFix, WarningsAsErrors,
@@ -313,8 +340,14 @@ int main(int argc, const char **argv) {
   }
   std::vector<mpnanny::check::Finding> Findings =
       mpnanny::check::collectFindings(Errors, Details);
-  if (FixOpt && FormatOpt != "text")
+  if (FixOpt && (FormatOpt != "text" || Verified))
     applyEdits(Findings);
+  // The sites file keeps every finding (the next run verifies them again); the report and the
+  // exit code leave out those run time cleared.
+  std::vector<mpnanny::check::Finding> Shown;
+  for (const auto &F : Findings)
+    if (!(Verified && ClearedAfterSteps >= 0 && Verified->cleared(F, ClearedAfterSteps)))
+      Shown.push_back(F);
 
   // A file that did not parse: its findings are printed, but the scan is incomplete.
   std::vector<std::string> Problems = mpnanny::check::parseProblems(Scans);
@@ -329,10 +362,16 @@ int main(int argc, const char **argv) {
         errs() << "mpnanny-check: error: " << E.Message.Message << "\n";
     }
 
-  if (FormatOpt == "json") {
+  if (FormatOpt == "text" && Verified) {
+    for (const auto &F : Shown)
+      outs() << mpnanny::check::verdictText(*Verified, F);
+  } else if (FormatOpt == "json") {
     nlohmann::json Out = nlohmann::json::array();
-    for (const auto &F : Findings)
+    for (const auto &F : Shown) {
       Out.push_back(mpnanny::check::toJson(F));
+      if (Verified)
+        Out.back()["verdict"] = mpnanny::check::verdictJson(*Verified, F);
+    }
     outs() << Out.dump(2) << "\n";
   } else if (FormatOpt == "sarif") {
     mpnanny::check::SarifRun Run;
@@ -342,7 +381,10 @@ int main(int argc, const char **argv) {
     if (!sys::fs::current_path(Cwd))
       Run.WorkingDirectory = std::string(Cwd);
     Run.Problems = Problems;
-    outs() << mpnanny::check::toSarif(Findings, Run).dump(2) << "\n";
+    nlohmann::json Sarif = mpnanny::check::toSarif(Shown, Run);
+    if (Verified)
+      mpnanny::check::addVerdictsToSarif(Sarif, *Verified);
+    outs() << Sarif.dump(2) << "\n";
   }
 
   if (ExportSites.getNumOccurrences()) {
@@ -355,6 +397,10 @@ int main(int argc, const char **argv) {
         << "\n";
   }
 
+  if (Findings.size() > Shown.size())
+    errs() << "mpnanny-check: " << Findings.size() - Shown.size()
+           << " finding(s) hidden: NOT_OBSERVED on at least " << ClearedAfterSteps << " step(s) in "
+           << VerifiedDb << "\n";
   if (WholeProject || Files.size() > 1) {
     std::map<std::string, unsigned> PerCheck;
     for (const auto &F : Findings)
@@ -384,7 +430,7 @@ int main(int argc, const char **argv) {
   if (ConfigErrors)
     return 2;
   int Threshold = severityRank(FailOn);
-  for (const auto &F : Findings)
+  for (const auto &F : Shown)
     if (severityRank(F.Severity) >= Threshold)
       return 1;
   return 0;
