@@ -70,7 +70,7 @@ struct Options {
   /// run time. Every site ends the run with a verdict (CONFIRMED, AT_RISK, NOT_OBSERVED,
   /// NOT_REACHED) printed in one table at close() and stored in the site_verdicts table.
   /// Env: MPNANNY_VERIFY=1 (0 turns it off). Without any Nanny in the program, MPNANNY_VERIFY=1
-  /// starts one at load time (see README, "Verify the static findings").
+  /// starts one at load time (README, "Closing the loop").
   bool verify = false;
   /// The sites file. Env: MPNANNY_SITES.
   std::string sites_file = "mpnanny-sites.json";
