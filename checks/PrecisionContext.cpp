@@ -182,17 +182,23 @@ void PrecisionContext::collect() {
     Facts->End = SM.getFileOffset(E);
     FunctionFacts &F = *Facts;
 
-    std::function<void(const Stmt *, unsigned)> Walk = [&](const Stmt *S, unsigned ScopeEnd) {
+    // An explicit stack rather than recursion: generated code nests expressions thousands
+    // deep (a sum of 10k terms), deeper than a thread's stack. Pre-order, children in order.
+    std::vector<std::pair<const Stmt *, unsigned>> Work = {{FD->getBody(), Facts->End}};
+    while (!Work.empty()) {
+      const Stmt *S = Work.back().first;
+      unsigned ScopeEnd = Work.back().second;
+      Work.pop_back();
       if (!S)
-        return;
+        continue;
       if (const auto *CS = dyn_cast<CompoundStmt>(S))
         ScopeEnd = OffsetOf(CS->getRBracLoc());
       // Comparisons test a dtype; they do not convert to it.
       if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isEqualityOp())
-        return;
+        continue;
       if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
           OC && (OC->getOperator() == OO_EqualEqual || OC->getOperator() == OO_ExclaimEqual))
-        return;
+        continue;
       if (const auto *Call = dyn_cast<CallExpr>(S)) {
         const FunctionDecl *Callee = Call->getDirectCallee();
         if (Callee && Callee->getIdentifier() && inNamespace(*Callee, "at", "autocast")) {
@@ -229,7 +235,7 @@ void PrecisionContext::collect() {
             if (auto D = dtypeNamedIn(Call->getArg(Call->getNumArgs() - 1)))
               (Cpu ? CpuDtype : GpuDtype) = *D;
           }
-          return; // dtype names inside autocast calls are not conversions
+          continue; // dtype names inside autocast calls are not conversions
         }
         if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {
           if (const CXXMethodDecl *M = Member->getMethodDecl(); M && M->getIdentifier()) {
@@ -280,10 +286,11 @@ void PrecisionContext::collect() {
       if (const auto *Ref = dyn_cast<DeclRefExpr>(S))
         if (auto D = formatOfDtypeName(*Ref->getDecl()); D && *D != Format::FP32 && !F.Marker)
           F.Marker = {*D, SM.getExpansionLoc(Ref->getLocation())};
+      const size_t FirstChild = Work.size();
       for (const Stmt *Child : S->children())
-        Walk(Child, ScopeEnd);
-    };
-    Walk(FD->getBody(), Facts->End);
+        Work.push_back({Child, ScopeEnd});
+      std::reverse(Work.begin() + FirstChild, Work.end());
+    }
     ByDecl[FD->getCanonicalDecl()] = Facts.get();
     Functions.push_back(std::move(Facts));
   }

@@ -5,8 +5,11 @@
 #include "TorchCalls.h"
 #include "clang/AST/ExprCXX.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 namespace clang::tidy::mpnanny {
 
@@ -36,6 +39,16 @@ std::string Interval::str() const {
 
 struct RangeAnalysis::Cache {
   llvm::DenseMap<const VarDecl *, bool> Mutated;
+  /// Function bodies whose mutated variables are all in Mutated already.
+  llvm::DenseSet<const Stmt *> WalkedBodies;
+  /// formatOf follows each local to its initializer: without this, a chain of n locals
+  /// each made from the last is walked again from every use, n^2 steps (a generated
+  /// 10k-statement function took minutes).
+  llvm::DenseMap<const Expr *, kb::Format> Formats;
+  /// rangeImpl per (expression, assumed format, depth): a local used twice in the next
+  /// one's initializer (a1 = a0 + a0; a2 = a1 + a1; ...) doubles the walk at each line,
+  /// 2^32 steps without this (24 such lines hung the scan).
+  std::map<std::tuple<const Expr *, int, int>, Interval> Ranges;
 };
 
 RangeAnalysis::RangeAnalysis(ASTContext &Ctx, const kb::KnowledgeBase &KB,
@@ -243,6 +256,14 @@ static kb::Format widest(kb::Format A, kb::Format B) {
 }
 
 kb::Format RangeAnalysis::formatOf(const Expr *E) const {
+  if (auto It = Memo->Formats.find(E); It != Memo->Formats.end())
+    return It->second;
+  kb::Format F = computeFormat(E);
+  Memo->Formats[E] = F; // not through It: the recursion may have grown the map
+  return F;
+}
+
+kb::Format RangeAnalysis::computeFormat(const Expr *E) const {
   E = ignoreConversions(E);
   if (!E)
     return kb::Format::FP32;
@@ -296,54 +317,57 @@ bool RangeAnalysis::isMutated(const VarDecl *Var) const {
   auto It = Memo->Mutated.find(Var);
   if (It != Memo->Mutated.end())
     return It->second;
-  bool Mutated = false;
   const auto *FD = dyn_cast_or_null<FunctionDecl>(Var->getParentFunctionOrMethod());
   const Stmt *Body = FD ? FD->getBody() : nullptr;
   if (!Body)
-    Mutated = true;
-  auto RefersToVar = [Var](const Expr *E) {
-    const auto *Ref = E ? dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts()) : nullptr;
-    return Ref && Ref->getDecl() == Var;
-  };
-  visitDescendants(Body, [&](const Stmt *S) {
-    if (Mutated)
-      return false;
-    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S)) {
-      if (Op->isAssignmentOp() && Op->getNumArgs() > 0 && RefersToVar(Op->getArg(0)))
-        Mutated = true;
-    } else if (const auto *BO = dyn_cast<BinaryOperator>(S)) {
-      if (BO->isAssignmentOp() && RefersToVar(BO->getLHS()))
-        Mutated = true;
-    } else if (const auto *UO = dyn_cast<UnaryOperator>(S)) {
-      if (UO->getOpcode() == UO_AddrOf && RefersToVar(UO->getSubExpr()))
-        Mutated = true;
-    }
-    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
-      // In-place ops end in '_' and are const methods in LibTorch's TensorBody.h.
-      const CXXMethodDecl *M = Member->getMethodDecl();
-      if (M && RefersToVar(Member->getImplicitObjectArgument()) &&
-          (!M->isConst() || (M->getIdentifier() && M->getName().endswith("_"))))
-        Mutated = true;
-    }
-    if (const auto *Call = dyn_cast<CallExpr>(S))
-      if (const FunctionDecl *Callee = Call->getDirectCallee()) {
-        unsigned First = isa<CXXOperatorCallExpr>(Call) && isa<CXXMethodDecl>(Callee) ? 1 : 0;
-        for (unsigned I = First; I < Call->getNumArgs(); ++I) {
-          unsigned P = I - First;
-          if (P >= Callee->getNumParams() || !RefersToVar(Call->getArg(I)))
-            continue;
-          QualType T = Callee->getParamDecl(P)->getType();
-          if (T->isReferenceType() && !T.getNonReferenceType().isConstQualified())
-            Mutated = true;
-        }
+    return Memo->Mutated[Var] = true;
+  // One walk of the function marks every variable it mutates; each local is then answered
+  // from the map (a walk per local was n^2 steps in a generated 10k-statement function).
+  if (Memo->WalkedBodies.insert(Body).second) {
+    auto Mark = [&](const Expr *E) {
+      if (const auto *Ref = E ? dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts()) : nullptr)
+        if (const auto *V = dyn_cast<VarDecl>(Ref->getDecl()))
+          Memo->Mutated[V] = true;
+    };
+    visitDescendants(Body, [&](const Stmt *S) {
+      if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S)) {
+        if (Op->isAssignmentOp() && Op->getNumArgs() > 0)
+          Mark(Op->getArg(0));
+      } else if (const auto *BO = dyn_cast<BinaryOperator>(S)) {
+        if (BO->isAssignmentOp())
+          Mark(BO->getLHS());
+      } else if (const auto *UO = dyn_cast<UnaryOperator>(S)) {
+        if (UO->getOpcode() == UO_AddrOf)
+          Mark(UO->getSubExpr());
       }
-    if (const auto *Lambda = dyn_cast<LambdaExpr>(S))
-      for (const LambdaCapture &C : Lambda->captures())
-        if (C.capturesVariable() && C.getCapturedVar() == Var &&
-            C.getCaptureKind() == LCK_ByRef)
-          Mutated = true;
-    return !Mutated;
-  });
+      if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
+        // In-place ops end in '_' and are const methods in LibTorch's TensorBody.h.
+        const CXXMethodDecl *M = Member->getMethodDecl();
+        if (M && (!M->isConst() || (M->getIdentifier() && M->getName().endswith("_"))))
+          Mark(Member->getImplicitObjectArgument());
+      }
+      if (const auto *Call = dyn_cast<CallExpr>(S))
+        if (const FunctionDecl *Callee = Call->getDirectCallee()) {
+          unsigned First = isa<CXXOperatorCallExpr>(Call) && isa<CXXMethodDecl>(Callee) ? 1 : 0;
+          for (unsigned I = First; I < Call->getNumArgs(); ++I) {
+            unsigned P = I - First;
+            if (P >= Callee->getNumParams())
+              continue;
+            QualType T = Callee->getParamDecl(P)->getType();
+            if (T->isReferenceType() && !T.getNonReferenceType().isConstQualified())
+              Mark(Call->getArg(I));
+          }
+        }
+      if (const auto *Lambda = dyn_cast<LambdaExpr>(S))
+        for (const LambdaCapture &C : Lambda->captures())
+          if (C.capturesVariable() && C.getCaptureKind() == LCK_ByRef)
+            if (const auto *V = dyn_cast<VarDecl>(C.getCapturedVar()))
+              Memo->Mutated[V] = true;
+      return true;
+    });
+  }
+  auto Found = Memo->Mutated.find(Var);
+  const bool Mutated = Found != Memo->Mutated.end() && Found->second;
   Memo->Mutated[Var] = Mutated;
   return Mutated;
 }
@@ -365,32 +389,39 @@ Interval RangeAnalysis::rangeImpl(const Expr *E, std::optional<kb::Format> Assum
                                   int Depth) const {
   if (!E || Depth > MaxDepth)
     return Interval::unknown();
-  E = ignoreConversions(E);
-  if (!E)
+  const auto Key = std::make_tuple(E, Assumed ? static_cast<int>(*Assumed) : -1, Depth);
+  if (auto It = Memo->Ranges.find(Key); It != Memo->Ranges.end())
+    return It->second;
+  Interval Result = [&]() {
+    E = ignoreConversions(E);
+    if (!E)
+      return Interval::unknown();
+    if (!isTensorType(E->getType())) {
+      auto V = evaluateNumber(E, Ctx);
+      if (!V)
+        return Interval::unknown();
+      double Stored = roundConstant(*V, Assumed ? *Assumed : kb::Format::FP32);
+      Interval R = Interval::point(Stored);
+      if (Stored == 0 && *V != 0)
+        R.Origin = formatNumber(*V) + " is 0 in " +
+                   kb::toString(Assumed ? *Assumed : kb::Format::FP32);
+      return R;
+    }
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+      const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+      const Expr *Init = stableInitializer(Var);
+      if (!Init)
+        return Interval::unknown();
+      return rangeImpl(Init, Assumed, Depth + 1);
+    }
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E))
+      return rangeOfOperator(*Op, Assumed, Depth);
+    if (const auto *Call = dyn_cast<CallExpr>(E))
+      return rangeOfCall(*Call, Assumed, Depth);
     return Interval::unknown();
-  if (!isTensorType(E->getType())) {
-    auto V = evaluateNumber(E, Ctx);
-    if (!V)
-      return Interval::unknown();
-    double Stored = roundConstant(*V, Assumed ? *Assumed : kb::Format::FP32);
-    Interval R = Interval::point(Stored);
-    if (Stored == 0 && *V != 0)
-      R.Origin = formatNumber(*V) + " is 0 in " +
-                 kb::toString(Assumed ? *Assumed : kb::Format::FP32);
-    return R;
-  }
-  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
-    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-    const Expr *Init = stableInitializer(Var);
-    if (!Init)
-      return Interval::unknown();
-    return rangeImpl(Init, Assumed, Depth + 1);
-  }
-  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E))
-    return rangeOfOperator(*Op, Assumed, Depth);
-  if (const auto *Call = dyn_cast<CallExpr>(E))
-    return rangeOfCall(*Call, Assumed, Depth);
-  return Interval::unknown();
+  }();
+  Memo->Ranges.emplace(Key, Result);
+  return Result;
 }
 
 static std::string joinOrigins(const Interval &A, const Interval &B) {

@@ -66,6 +66,7 @@ private:
   Interval rangeOfCall(const CallExpr &Call, std::optional<kb::Format> Assumed, int Depth) const;
   Interval rangeOfOperator(const CXXOperatorCallExpr &Op, std::optional<kb::Format> Assumed,
                            int Depth) const;
+  kb::Format computeFormat(const Expr *E) const;
   bool isMutated(const VarDecl *Var) const;
 
   ASTContext &Ctx;

@@ -4,7 +4,9 @@
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include <algorithm>
 
 namespace clang::tidy::mpnanny {
 
@@ -69,10 +71,18 @@ const Expr *ignoreConversions(const Expr *E) {
 }
 
 void visitDescendants(const Stmt *S, const std::function<bool(const Stmt *)> &Fn) {
-  if (!S || !Fn(S))
-    return;
-  for (const Stmt *Child : S->children())
-    visitDescendants(Child, Fn);
+  // An explicit stack rather than recursion: generated code nests expressions deeper than a
+  // thread's stack. Pre-order, children in order, as the recursion visited them.
+  llvm::SmallVector<const Stmt *, 32> Work = {S};
+  while (!Work.empty()) {
+    const Stmt *Current = Work.pop_back_val();
+    if (!Current || !Fn(Current))
+      continue;
+    const size_t FirstChild = Work.size();
+    for (const Stmt *Child : Current->children())
+      Work.push_back(Child);
+    std::reverse(Work.begin() + FirstChild, Work.end());
+  }
 }
 
 /// Module calls: `mod->forward(x)` on a torch::nn::XImpl, or `mod(x)` through
