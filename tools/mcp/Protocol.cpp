@@ -30,12 +30,18 @@ static json errorResponse(const json &Id, int Code, const std::string &Message,
   return {{"jsonrpc", "2.0"}, {"id", Id}, {"error", Error}};
 }
 
+/// One line of JSON-RPC. Text the server echoes need not be valid UTF-8 (a parse error quotes
+/// the client's bad bytes): they are replaced, so one bad byte cannot end the server (found by
+/// fuzz_mcp: the default dump() threw out of handle()).
+static std::string toLine(const json &Message) {
+  return Message.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string Server::tooLong(size_t Bytes) const {
-  return errorResponse(nullptr, code::InvalidRequest,
-                       "message of " + std::to_string(Bytes) + " bytes is over the " +
-                           std::to_string(Limits.MaxMessageBytes) + "-byte limit",
-                       "too_large")
-      .dump();
+  return toLine(errorResponse(nullptr, code::InvalidRequest,
+                              "message of " + std::to_string(Bytes) + " bytes is over the " +
+                                  std::to_string(Limits.MaxMessageBytes) + "-byte limit",
+                              "too_large"));
 }
 
 std::optional<std::string> Server::handle(const std::string &Line) {
@@ -49,26 +55,25 @@ std::optional<std::string> Server::handle(const std::string &Line) {
       return true;
     });
   } catch (const RpcError &E) {
-    return errorResponse(nullptr, E.Code, E.what(), E.Reason).dump();
+    return toLine(errorResponse(nullptr, E.Code, E.what(), E.Reason));
   } catch (const json::exception &E) {
-    return errorResponse(nullptr, code::ParseError, std::string("parse error: ") + E.what())
-        .dump();
+    return toLine(
+        errorResponse(nullptr, code::ParseError, std::string("parse error: ") + E.what()));
   }
   if (Message.is_array())
-    return errorResponse(nullptr, code::InvalidRequest,
-                         "batches are not part of MCP 2025-06-18: send one message per line")
-        .dump();
+    return toLine(errorResponse(nullptr, code::InvalidRequest,
+                                "batches are not part of MCP 2025-06-18: send one message per line"));
   if (!Message.is_object())
-    return errorResponse(nullptr, code::InvalidRequest, "a message is a JSON object").dump();
+    return toLine(errorResponse(nullptr, code::InvalidRequest, "a message is a JSON object"));
 
   const bool HasId = Message.contains("id");
   json Id = HasId ? Message["id"] : json(nullptr);
   if (HasId && !Id.is_string() && !Id.is_number_integer())
-    return errorResponse(nullptr, code::InvalidRequest, "id must be a string or an integer")
-        .dump();
+    return toLine(
+        errorResponse(nullptr, code::InvalidRequest, "id must be a string or an integer"));
   if (Message.value("jsonrpc", json()) != "2.0")
     return HasId ? std::optional<std::string>(
-                       errorResponse(Id, code::InvalidRequest, "jsonrpc must be \"2.0\"").dump())
+                       toLine(errorResponse(Id, code::InvalidRequest, "jsonrpc must be \"2.0\"")))
                  : std::nullopt;
   if (!Message.contains("method")) {
     // A response to a request of ours: the server sends none, so there is nothing to do.
@@ -76,7 +81,7 @@ std::optional<std::string> Server::handle(const std::string &Line) {
   }
   if (!Message["method"].is_string())
     return HasId ? std::optional<std::string>(
-                       errorResponse(Id, code::InvalidRequest, "method must be a string").dump())
+                       toLine(errorResponse(Id, code::InvalidRequest, "method must be a string")))
                  : std::nullopt;
   const std::string Method = Message["method"];
   json Params = Message.value("params", json::object());
@@ -86,7 +91,7 @@ std::optional<std::string> Server::handle(const std::string &Line) {
     return std::nullopt;
   }
   if (!Params.is_object())
-    return errorResponse(Id, code::InvalidParams, "params must be an object").dump();
+    return toLine(errorResponse(Id, code::InvalidParams, "params must be an object"));
 
   json Response;
   try {
@@ -96,14 +101,13 @@ std::optional<std::string> Server::handle(const std::string &Line) {
   } catch (const std::exception &E) {
     Response = errorResponse(Id, code::Internal, std::string("internal error: ") + E.what());
   }
-  std::string Out = Response.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string Out = toLine(Response);
   if (Out.size() > Limits.MaxResponseBytes)
-    return errorResponse(Id, code::Internal,
-                         "the result is " + std::to_string(Out.size()) +
-                             " bytes, over the " + std::to_string(Limits.MaxResponseBytes) +
-                             "-byte limit: narrow the request (limit, files, filters)",
-                         "too_large")
-        .dump();
+    return toLine(errorResponse(Id, code::Internal,
+                                "the result is " + std::to_string(Out.size()) +
+                                    " bytes, over the " + std::to_string(Limits.MaxResponseBytes) +
+                                    "-byte limit: narrow the request (limit, files, filters)",
+                                "too_large"));
   return Out;
 }
 
