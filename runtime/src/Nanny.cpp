@@ -1088,7 +1088,11 @@ void Nanny::Impl::record_scalar(const std::string& name, double value) {
 }
 
 void Nanny::Impl::flush() {
-  if (writer_) writer_->flush();
+  if (!writer_) return;
+  writer_->flush();
+  // A write that failed inside this flush must show in active() at once: a caller that flushes
+  // and then checks active() takes "still active" to mean "committed".
+  if (!writer_->ok()) switch_off("");
 }
 
 void Nanny::Impl::close() {
