@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks mpnanny's CUDA stat kernel on a CUDA machine with a Python PyTorch 2.x install:
 # builds the runtime with CUDA against that PyTorch's LibTorch, then runs
-# mpnanny_gpu_stats_check (CUDA results against the CPU kernel on every dtype; bandwidth as a
-# share of a device-to-device copy). Documented in runtime/cuda/README.md.
+# mpnanny_gpu_stats_check (CUDA results against the CPU kernel on every dtype; the caching
+# allocator's statistics as the nanny samples them; bandwidth as a share of a device-to-device
+# copy). Documented in runtime/cuda/README.md.
 #
 #   tools/gpu-check.sh [build-dir]        (default: build-gpu next to this checkout's sources)
 #

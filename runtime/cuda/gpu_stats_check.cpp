@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/MemoryStats.h"
 #include "CudaStats.h"
 #include "StatKernel.h"
 #include "mpnanny/TensorStats.h"
@@ -119,6 +120,25 @@ int main() {
     compare(base.narrow(0, 1, 4 * 1024 + 1), type_name + " misaligned view");
     compare(base.narrow(0, 0, 4 * 1024).view({64, 64}).t(), type_name + " transposed");
     compare(at::zeros({1000}, at::TensorOptions().dtype(dtype).device(gpu)), type_name + " zeros");
+  }
+
+  std::printf("memory (the caching allocator's statistics, as the nanny samples them):\n");
+  {
+    const int before = failures;
+    const at::Tensor held = at::empty({int64_t{64} << 20}, at::TensorOptions().dtype(at::kByte).device(gpu));
+    const mpnanny::MemorySample sample = mpnanny::sample_memory();
+    const auto bytes = static_cast<int64_t>(held.nbytes());
+    expect(sample.cuda_allocated_bytes >= bytes, "allocated",
+           std::to_string(sample.cuda_allocated_bytes) + " < a live tensor of " + std::to_string(bytes));
+    expect(sample.cuda_allocated_peak_bytes >= sample.cuda_allocated_bytes, "allocated peak",
+           std::to_string(sample.cuda_allocated_peak_bytes));
+    expect(sample.cuda_reserved_bytes >= sample.cuda_allocated_bytes, "reserved",
+           std::to_string(sample.cuda_reserved_bytes));
+    expect(sample.cuda_reserved_peak_bytes >= sample.cuda_reserved_bytes, "reserved peak",
+           std::to_string(sample.cuda_reserved_peak_bytes));
+    expect(sample.cuda_alloc_retries >= 0, "alloc retries", std::to_string(sample.cuda_alloc_retries));
+    expect(sample.rss_bytes > 0, "rss", std::to_string(sample.rss_bytes));
+    std::printf("  %-40s %s\n", "sample_memory with 64 MiB held", failures == before ? "ok" : "FAILED");
   }
 
   std::printf("bandwidth (kernel read of N bytes vs a device-to-device copy of N bytes, read + write):\n");

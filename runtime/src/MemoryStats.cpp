@@ -25,9 +25,9 @@ MemorySample sample_memory() {
 #ifdef MPNANNY_CUDA_ALLOCATOR_STATS
   try {
     if (c10::cuda::device_count() > 0) {
-      using c10::cuda::CUDACachingAllocator::StatType;
       const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
-      const auto aggregate = static_cast<size_t>(StatType::AGGREGATE);
+      // Index 0 is StatType::AGGREGATE (both pools), whose namespace moved between LibTorch versions.
+      constexpr size_t aggregate = 0;
       sample.cuda_allocated_bytes = stats.allocated_bytes[aggregate].current;
       sample.cuda_allocated_peak_bytes = stats.allocated_bytes[aggregate].peak;
       sample.cuda_reserved_bytes = stats.reserved_bytes[aggregate].current;
