@@ -131,8 +131,16 @@ prepareCache(HeaderCache &Cache, const std::vector<std::string> &Files,
     Entries.push_back(&Entry);
   }
   std::atomic<size_t> Next{0};
+  // Building an entry for LibTorch takes about as long as a scan: say so on a terminal.
+  const bool Progress = llvm::sys::Process::StandardErrIsDisplayed();
   auto Worker = [&] {
     for (size_t E = Next++; E < Entries.size(); E = Next++) {
+      if (Progress && !Cache.ready(Entries[E]->first)) {
+        llvm::StringRef First = llvm::StringRef(Entries[E]->first.Includes).split('\n').first;
+        Tell("building the header cache for " + std::to_string(Entries[E]->second.size()) +
+                 " file(s) (" + First.str() + "...), once",
+             "progress");
+      }
       std::string Note;
       std::optional<std::string> Built = Cache.pchFor(Entries[E]->first, Note);
       Tell(Note);
