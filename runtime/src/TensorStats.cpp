@@ -10,9 +10,11 @@
 #include <cmath>
 #include <mutex>
 #include <type_traits>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #ifdef MPNANNY_WITH_CUDA
@@ -212,10 +214,21 @@ __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c"))) void
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/// MPNANNY_STATS_ISA=baseline|avx2 caps the instruction set the kernel uses: a machine with
+/// AVX-512 would otherwise only ever test its AVX-512 copy (CTest runs the stat tests once per cap).
+std::string stats_isa_cap() {
+  const char* cap = std::getenv("MPNANNY_STATS_ISA");
+  return cap ? std::string(cap) : std::string();
+}
+#endif
+
 template <typename Scalar>
 RunScanner<Scalar> pick_run_scanner() {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+  const std::string cap = stats_isa_cap();
+  if (cap == "baseline") return &scan_run_baseline<Scalar>;
+  if (cap != "avx2" && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
     return &scan_run_avx512<Scalar>;
   }

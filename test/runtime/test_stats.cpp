@@ -1,5 +1,6 @@
 // The one-pass stat kernel against a plain reference written independently of ElementClass.h.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -145,6 +146,16 @@ TEST(TensorStats, MeanAndNormCoverFiniteValues) {
   const auto stats = compute_tensor_stats(at::tensor({3.0f, 4.0f, std::numeric_limits<float>::infinity()}));
   EXPECT_DOUBLE_EQ(stats.norm(), 5.0);
   EXPECT_DOUBLE_EQ(stats.mean(), 3.5);
+}
+
+// One thread, so that a single chunk holds more than 2^24 elements and the kernel folds its
+// per-exponent counters into the histogram mid-run; a fold that lost or doubled counts shows here
+// (every other test folds only once, at the end of a chunk).
+TEST(TensorStats, ChunksLongerThanTheFoldIntervalAgree) {
+  at::set_num_threads(1);
+  at::manual_seed(3);
+  const at::Tensor values = at::randn({(int64_t{1} << 24) + 4099}) * 300;
+  expect_same_stats(values, "2^24 + 4099 elements in one chunk");
 }
 
 }  // namespace
