@@ -13,6 +13,14 @@ set +e
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
+# Opt-in sanitizer suites (README, "Sanitizers"): SANITIZE="tsan" or "asan tsan" builds each
+# preset in its own folder and runs its tests; off by default, it would double CI's time.
+for preset in ${SANITIZE:-}; do
+  echo "== sanitizer suite: $preset"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs" || status=1
+  ctest --preset "$preset" -j "$jobs" || status=1
+done
 # The corpus score per check, as the catalogue issue asks to see it on every run.
 if [ -f "$build/test/corpus/corpus-score.txt" ]; then
   echo
