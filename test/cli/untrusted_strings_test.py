@@ -170,15 +170,23 @@ def filters(cli, db):
 
     everything = alerts()
     check(everything, "the scenario's run has alerts")
+
+    # --site matches a function by substring (and a name only whole, an op or FILE:LINE exactly);
+    # --type matches a rule type exactly. As plain text, SQL and LIKE wildcards match only the
+    # rows that literally contain them (a function named training_pair does contain "_").
+    def site_matches(injected):
+        return [a for a in everything if injected in (a.get("function") or "") or a.get("name") == injected
+                or a.get("op") == injected or a.get("site") == injected]
+
     for injected in ["' OR '1'='1", "x\" OR \"1\"=\"1", "'; DROP TABLE alerts;--", "%", "_"]:
-        for option in ("--site", "--type"):
-            rows = alerts(option, injected)
-            check(rows in (None, []), "alerts %s %r matched %s rows: the text reached the SQL" %
-                  (option, injected, len(rows or [])))
+        for option, expected in (("--site", site_matches(injected)),
+                                 ("--type", [a for a in everything if a.get("type") == injected])):
+            rows = alerts(option, injected) or []
+            check(len(rows) == len(expected), "alerts %s %r matched %d rows, %d contain it as text: "
+                  "the text reached the SQL" % (option, injected, len(rows), len(expected)))
     # The hostile text itself is an ordinary name: it matches its own rows, and only them.
     by_function = alerts("--site", PREFIX)
-    # --site matches a function by substring (and a name only whole, an op or FILE:LINE exactly).
-    expected = [a for a in everything if PREFIX in (a.get("function") or "") or a.get("name") == PREFIX]
+    expected = site_matches(PREFIX)
     check(by_function and len(by_function) == len(expected),
           "alerts --site <hostile function>: %d rows, expected the %d of that function" %
           (len(by_function or []), len(expected)))
