@@ -769,13 +769,16 @@ void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
     return f.type == AlertType::Nan || f.type == AlertType::Inf || f.type == AlertType::Overflow;
   });
   if (has_error_values && input_already_bad(op)) {
-    // Propagation, not origin: the op that first produced the bad values has been reported.
-    findings.erase(std::remove_if(findings.begin(), findings.end(),
-                                  [](const Finding& f) {
-                                    return f.type == AlertType::Nan || f.type == AlertType::Inf ||
-                                           f.type == AlertType::Overflow || f.type == AlertType::OverflowRisk;
-                                  }),
-                   findings.end());
+    if (step_value_error_) {
+      // Propagation, not origin: the op that first produced the bad values has been reported.
+      findings.erase(std::remove_if(findings.begin(), findings.end(), is_value_error), findings.end());
+    } else {
+      // The bad values came from outside the observed ops (a batch holding Inf, a weight written
+      // between steps): this op is the first place they show, so it is reported, saying so.
+      for (Finding& finding : findings) {
+        if (is_value_error(finding)) finding.message += " (already in the op's input)";
+      }
+    }
   }
   if (op.phase == Phase::Forward && is_sum_like(op_name) && !op.inputs.empty()) {
     const TensorStats input_stats = compute_tensor_stats(op.inputs.front());
