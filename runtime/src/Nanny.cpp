@@ -834,7 +834,7 @@ void Nanny::Impl::raise(const Finding& finding, Phase phase, const std::string& 
   alert.value = finding.value;
   alert.threshold = finding.threshold;
   alert.message = finding.message;
-  alerts_.push_back(alert);
+  if (alerts_.size() < options_.alerts_in_memory) alerts_.push_back(alert);
   ++step_alerts_;
   if ((finding.type == AlertType::Nan || finding.type == AlertType::Inf || finding.type == AlertType::Overflow) &&
       (phase == Phase::Forward || phase == Phase::Backward)) {

@@ -347,6 +347,30 @@ TEST(Scenario, InjectedInfinity) {
   EXPECT_EQ(distinct(nanny.alerts()), (std::set<std::string>{"INF@" + at_line(inf_line)})) << listing(nanny.alerts());
 }
 
+TEST(Scenario, InfinityInTheBatchIsReportedAtTheFirstOpThatReadsIt) {
+  ScratchDir dir;
+  torch::manual_seed(7);
+  auto net = std::make_shared<Mlp>(16, 32, 8);
+  torch::Tensor x = torch::randn({16, 16});
+  const torch::Tensor y = torch::randn({16, 8});
+  {
+    torch::NoGradGuard no_grad;  // written before the step: no observed op produces the Inf
+    x[0][0] = std::numeric_limits<float>::infinity();
+  }
+  int read_line = 0;
+  Nanny nanny(net, scenario_options(dir));
+  train(nanny, *net, 1, [&](int64_t) {
+    auto h = net->fc1(x); read_line = __LINE__;
+    return torch::mse_loss(net->fc2(torch::relu(h)), y);
+  });
+  nanny.close();
+  // Every later op and gradient holds Inf or NaN too: propagation of the one reported origin.
+  EXPECT_EQ(distinct(nanny.alerts()), (std::set<std::string>{"INF@" + at_line(read_line)})) << listing(nanny.alerts());
+  ASSERT_FALSE(nanny.alerts().empty());
+  EXPECT_NE(nanny.alerts().front().message.find("already in the op's input"), std::string::npos)
+      << nanny.alerts().front().message;
+}
+
 TEST(Scenario, GradientExplosion) {
   ScratchDir dir;
   torch::manual_seed(8);
@@ -379,6 +403,29 @@ TEST(Scenario, GradientVanishing) {
   // fc1's gradients pass through fc2's 1e-12 weights; fc2's own see normal activations.
   EXPECT_EQ(distinct(nanny.alerts()), (std::set<std::string>{"GRAD_VANISH@fc1.weight", "GRAD_VANISH@fc1.bias"}))
       << listing(nanny.alerts());
+}
+
+TEST(Nanny, KeepsTheFirstAlertsInMemoryAndEveryAlertInTheDatabase) {
+  ScratchDir dir;
+  torch::manual_seed(9);
+  auto net = std::make_shared<Mlp>(16, 32, 8);
+  {
+    torch::NoGradGuard no_grad;
+    net->fc1->weight.fill_(1e-12);
+    net->fc2->weight.fill_(1e-12);
+  }
+  const torch::Tensor x = torch::randn({16, 16}), y = torch::randn({16, 8});
+  Options options = scenario_options(dir);
+  options.alerts_in_memory = 3;
+  Nanny nanny(net, options);
+  // A learning rate of 0 keeps the weights, and so the alerts, the same on every step.
+  train(nanny, *net, 4, [&](int64_t) { return torch::mse_loss(net->fc2(torch::relu(net->fc1(x))), y); }, 0.0);
+  nanny.close();
+  // Two vanishing gradients a step over four steps: eight alerts, of which the first three kept.
+  ASSERT_EQ(nanny.alerts().size(), 3u) << listing(nanny.alerts());
+  EXPECT_EQ(nanny.alerts().front().step, 0);
+  EXPECT_EQ(nanny.alerts().back().step, 1);
+  EXPECT_EQ(query_value(nanny.database_path(), "SELECT count(*) FROM alerts"), "8");
 }
 
 TEST(Scenario, ReductionOverflow) {

@@ -64,6 +64,9 @@ struct Options {
   std::function<double()> loss_scale;
   /// Records the writer may hold before it drops new ones.
   size_t queue_capacity = 1 << 16;
+  /// How many alerts alerts() keeps: the first ones raised. The database keeps every alert; the
+  /// bound keeps the nanny's memory flat on a long run that alerts on every step.
+  size_t alerts_in_memory = 1024;
   /// Off switch. Env: MPNANNY_DISABLE=1.
   bool enabled = true;
   /// Site verification: confirm or clear the static findings of `mpnanny-check --export-sites` at
@@ -130,7 +133,7 @@ class Nanny {
 
   /// False once disabled (option, environment) or switched off by an error.
   bool active() const;
-  /// The alerts raised so far, in order (also in the database).
+  /// The first Options::alerts_in_memory alerts raised, in order (the database holds them all).
   std::vector<Alert> alerts() const;
   /// Path of the database file; empty when disabled.
   std::string database_path() const;
