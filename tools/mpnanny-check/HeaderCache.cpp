@@ -314,12 +314,32 @@ bool HeaderCache::build(const Plan &P, std::string &Error) {
   return Ok;
 }
 
+void HeaderCache::reportOnce(const std::string &Key, const std::string &Text, std::string &Note) {
+  std::lock_guard<std::mutex> G(Lock);
+  if (Reported.insert(Key).second)
+    Note = Text;
+}
+
+bool HeaderCache::needsBuild(const Plan &P, std::string &Note) {
+  std::string Why;
+  switch (check(P.Key, Why)) {
+  case State::Valid:
+    return false;
+  case State::Failed:
+    reportOnce(P.Key, "header cache not used for these includes: " + Why, Note);
+    return false;
+  case State::Broken:
+    reportOnce(P.Key, "header cache entry " + path(P.Key, "pch") + " rebuilt: " + Why, Note);
+    remove(P.Key);
+    return true;
+  case State::Missing:
+    break;
+  }
+  return true;
+}
+
 std::optional<std::string> HeaderCache::pchFor(const Plan &P, std::string &Note) {
-  auto ReportOnce = [&](const std::string &Text) {
-    std::lock_guard<std::mutex> G(Lock);
-    if (Reported.insert(P.Key).second)
-      Note = Text;
-  };
+  auto ReportOnce = [&](const std::string &Text) { reportOnce(P.Key, Text, Note); };
   std::string Why;
   switch (check(P.Key, Why)) {
   case State::Valid:

@@ -56,6 +56,10 @@ public:
   /// (a header does not compile, the folder is not writable); Note then says why, once.
   std::optional<std::string> pchFor(const Plan &P, std::string &Note);
 
+  /// Whether Plan's entry has to be built: not when it is valid, or remembered as failed
+  /// (Note says so, once). A broken entry is removed, and Note says it will be rebuilt.
+  bool needsBuild(const Plan &P, std::string &Note);
+
   /// Whether Plan's entry is there and valid: a file can use it at once.
   bool ready(const Plan &P) const {
     std::string Why;
@@ -79,6 +83,7 @@ public:
 private:
   enum class State { Valid, Missing, Failed, Broken };
   State check(const std::string &Key, std::string &Why) const;
+  void reportOnce(const std::string &Key, const std::string &Text, std::string &Note);
   bool build(const Plan &P, std::string &Error);
   void remove(const std::string &Key);
   std::string path(const std::string &Key, llvm::StringRef Extension) const;

@@ -10,6 +10,9 @@
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <cstdlib>
+#include <fcntl.h>
+#include <spawn.h>
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -83,14 +86,39 @@ private:
 };
 } // namespace
 
+/// Starts Command in a session of its own with its standard streams on /dev/null, and does
+/// not wait for it: it may outlive this process, and holds no pipe of whoever runs us
+/// (a CI step or CTest waits for those to close). False when it could not be started.
+static bool startDetached(const std::vector<std::string> &Command) {
+  std::vector<char *> Argv;
+  for (const std::string &A : Command)
+    Argv.push_back(const_cast<char *>(A.c_str()));
+  Argv.push_back(nullptr);
+  posix_spawn_file_actions_t Streams;
+  posix_spawnattr_t Attributes;
+  posix_spawn_file_actions_init(&Streams);
+  posix_spawnattr_init(&Attributes);
+  for (int Fd = 0; Fd < 3; ++Fd)
+    posix_spawn_file_actions_addopen(&Streams, Fd, "/dev/null", Fd ? O_WRONLY : O_RDONLY, 0);
+  posix_spawnattr_setflags(&Attributes, POSIX_SPAWN_SETSID);
+  pid_t Child = 0;
+  const int Error = posix_spawn(&Child, Argv[0], &Streams, &Attributes, Argv.data(), environ);
+  posix_spawnattr_destroy(&Attributes);
+  posix_spawn_file_actions_destroy(&Streams);
+  return Error == 0;
+}
+
 /// Each file's precompiled header, built once per distinct set of leading includes
 /// and flags, Jobs entries at a time, before any file is scanned. An entry missing for
 /// a single file would cost more to build and load than a plain parse: that file is
-/// scanned without it while Background builds it, for the next scan.
+/// scanned without it while the entry is built for the next scan, by a detached process
+/// (DetachedBuild) or else on a thread of Background. ForegroundOnly builds every entry
+/// before returning.
 static std::vector<std::optional<std::string>>
 prepareCache(HeaderCache &Cache, const std::vector<std::string> &Files,
              const std::vector<std::vector<tooling::CompileCommand>> &Commands, unsigned Jobs,
-             const FileSystemFactory &MakeFS, std::vector<std::thread> &Background) {
+             const FileSystemFactory &MakeFS, std::vector<std::thread> &Background,
+             const std::vector<std::string> &DetachedBuild, bool ForegroundOnly = false) {
   std::vector<std::optional<std::string>> Pch(Files.size());
   std::map<std::string, std::pair<HeaderCache::Plan, std::vector<size_t>>> ByKey;
   auto FS = MakeFS ? MakeFS() : llvm::vfs::createPhysicalFileSystem();
@@ -116,17 +144,28 @@ prepareCache(HeaderCache &Cache, const std::vector<std::string> &Files,
     std::lock_guard<std::mutex> G(Print);
     llvm::errs() << "mpnanny-check: " << Kind << ": " << Note << "\n";
   };
+  bool Detached = false;
   for (const auto &[Key, Entry] : ByKey) {
-    if (Entry.second.size() == 1 && !Cache.ready(Entry.first)) {
-      if (Debug)
-        Tell(Files[Entry.second.front()] + ": header cache entry built in the background",
-             "debug");
-      Background.emplace_back([&Cache, Plan = Entry.first, Tell] {
-        std::string Note;
-        Cache.pchFor(Plan, Note);
-        Tell(Note);
-      });
-      continue;
+    if (!ForegroundOnly && Entry.second.size() == 1) {
+      std::string Note;
+      const bool Missing = Cache.needsBuild(Entry.first, Note);
+      Tell(Note);
+      if (Missing) {
+        if (Debug)
+          Tell(Files[Entry.second.front()] + ": header cache entry built in the background",
+               "debug");
+        // One process builds every single file's entry: it finds them as this scan did.
+        if (!DetachedBuild.empty() && (Detached || startDetached(DetachedBuild))) {
+          Detached = true;
+          continue;
+        }
+        Background.emplace_back([&Cache, Plan = Entry.first, Tell] {
+          std::string Note;
+          Cache.pchFor(Plan, Note);
+          Tell(Note);
+        });
+        continue;
+      }
     }
     Entries.push_back(&Entry);
   }
@@ -216,7 +255,8 @@ std::vector<FileScan> scanFiles(const std::vector<std::string> &Files,
     }
   } Background;
   if (Settings.Cache)
-    Pch = prepareCache(*Settings.Cache, Files, Commands, Jobs, MakeFS, Background.Threads);
+    Pch = prepareCache(*Settings.Cache, Files, Commands, Jobs, MakeFS, Background.Threads,
+                       Settings.DetachedCacheBuild);
 
   std::vector<FileScan> Scans(Files.size());
   std::atomic<size_t> Started{0};
@@ -314,6 +354,13 @@ std::vector<FileScan> scanFiles(const std::vector<std::string> &Files,
     }
   }
   return Scans;
+}
+
+void buildCacheEntries(HeaderCache &Cache, const std::vector<std::string> &Files,
+                       const std::vector<std::vector<tooling::CompileCommand>> &Commands,
+                       unsigned Jobs) {
+  std::vector<std::thread> None;
+  prepareCache(Cache, Files, Commands, Jobs, nullptr, None, {}, /*ForegroundOnly=*/true);
 }
 
 void dropRepeats(std::vector<FileScan> &Scans) {

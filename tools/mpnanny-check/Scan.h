@@ -48,6 +48,10 @@ struct ScanSettings {
   unsigned TimeoutSeconds = 0;
   /// Each check's matching time, per file, on stderr (clang-tidy's --enable-check-profile).
   bool Profile = false;
+  /// A command that builds the missing cache entry of a single file in a process of its own
+  /// (this program with --build-cache-only), started detached so that the scan ends without
+  /// waiting for it. Empty: the entry is built on a thread alongside the scan, waited for.
+  std::vector<std::string> DetachedCacheBuild;
 };
 
 using ContextFactory = std::function<std::unique_ptr<clang::tidy::ClangTidyContext>()>;
@@ -68,6 +72,12 @@ std::vector<FileScan> scanFiles(const std::vector<std::string> &Files,
 /// Drops the diagnostics an earlier file already reported (a finding in a header
 /// that several files include), so that each is printed and counted once.
 void dropRepeats(std::vector<FileScan> &Scans);
+
+/// Builds every missing cache entry of Files, Jobs at a time, and scans nothing: what a
+/// detached --build-cache-only process does for the scan that started it.
+void buildCacheEntries(HeaderCache &Cache, const std::vector<std::string> &Files,
+                       const std::vector<std::vector<clang::tooling::CompileCommand>> &Commands,
+                       unsigned Jobs);
 
 } // namespace mpnanny::check
 

@@ -33,6 +33,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
+#include <sys/resource.h>
 #include <map>
 #include <optional>
 #include <thread>
@@ -87,6 +88,16 @@ cl::opt<std::string> CacheDir("cache-dir",
                                        "$XDG_CACHE_HOME/mpnanny, else ~/.cache/mpnanny)"),
                               cl::value_desc("dir"), cl::cat(Category));
 cl::opt<bool> NoCache("no-cache", cl::desc("Parse every header every time"), cl::cat(Category));
+cl::opt<bool> WaitForCache(
+    "wait-for-cache",
+    cl::desc("Build a missing header cache entry inside this scan and wait for it (by default a "
+             "single file's entry is built by a detached process, so that the scan ends as soon "
+             "as a scan without the cache would)"),
+    cl::cat(Category));
+// What the detached process runs: the scan's own command line, building entries only.
+cl::opt<bool> BuildCacheOnly("build-cache-only", cl::Hidden,
+                             cl::desc("Build the header cache entries of the files, scan nothing"),
+                             cl::cat(Category));
 cl::opt<unsigned> Timeout("timeout",
                           cl::desc("Seconds one file may take before its scan is stopped "
                                    "(default 300; 0: no limit)"),
@@ -195,6 +206,8 @@ bool applyEdits(const std::vector<mpnanny::check::Finding> &Findings) {
 } // namespace
 
 int main(int argc, const char **argv) {
+  // Before the fixed database below cuts argv at `--`: the detached cache build reruns it.
+  const std::vector<std::string> CommandLine(argv, argv + argc);
   // `-- <flags>` after the files: a fixed compilation database, as in clang-tidy.
   std::string FixedError;
   std::unique_ptr<tooling::CompilationDatabase> Fixed =
@@ -317,8 +330,25 @@ int main(int argc, const char **argv) {
     if (!Dir.empty())
       Cache.emplace(Dir);
   }
+  if (BuildCacheOnly) {
+    if (Cache) {
+      // Behind whatever the user runs next (the training the scan came before).
+      setpriority(PRIO_PROCESS, 0, 10);
+      mpnanny::check::buildCacheEntries(*Cache, Files, Commands, JobCount);
+    }
+    return 0;
+  }
   mpnanny::check::ScanSettings Settings;
   Settings.Cache = Cache ? &*Cache : nullptr;
+  if (Cache && !WaitForCache) {
+    static int InThisProgram;
+    std::string Self = sys::fs::getMainExecutable(argv[0], &InThisProgram);
+    if (!Self.empty()) {
+      Settings.DetachedCacheBuild = {Self, "--build-cache-only"};
+      Settings.DetachedCacheBuild.insert(Settings.DetachedCacheBuild.end(),
+                                         CommandLine.begin() + 1, CommandLine.end());
+    }
+  }
   Settings.TimeoutSeconds = Timeout;
   Settings.Profile = CheckProfile;
   std::vector<mpnanny::check::FileScan> Scans =
