@@ -46,7 +46,14 @@ namespace mpnanny {
 //                                            LOSS_SCALE_COLLAPSE; rule: fixed|adaptive. Source
 //                                            columns are copied in so a query needs no join.
 //   loss_scale(run_id, step, scale, skipped) Every step, when a loss-scale source is configured.
-//   memory(run_id, step, rss_bytes, cuda_allocated_bytes, cuda_reserved_bytes)  -1: not measured.
+//   memory(run_id, step, rss_bytes, cuda_allocated_bytes, cuda_reserved_bytes,
+//        cuda_allocated_peak_bytes, cuda_reserved_peak_bytes, cuda_alloc_retries)
+//                                            On traced steps; -1: not measured (the cuda_ columns
+//                                            without a CUDA device). Peaks are since the process
+//                                            started; retries count cudaMalloc calls the caching
+//                                            allocator retried after freeing its cache. The last
+//                                            three columns came later: opening a file without
+//                                            them adds them (older rows hold NULL).
 //   scalars(run_id, step, name, value)       record_scalar(): loss, learning rate, ...
 //   site_verdicts(run_id, site_id, check_name, file, line, function, verdict, evidence,
 //        steps_observed, worst_headroom, first_step, value)
@@ -104,7 +111,8 @@ CREATE TABLE IF NOT EXISTS loss_scale(
   PRIMARY KEY(run_id, step));
 CREATE TABLE IF NOT EXISTS memory(
   run_id INTEGER NOT NULL, step INTEGER NOT NULL, rss_bytes INTEGER, cuda_allocated_bytes INTEGER,
-  cuda_reserved_bytes INTEGER, PRIMARY KEY(run_id, step));
+  cuda_reserved_bytes INTEGER, cuda_allocated_peak_bytes INTEGER, cuda_reserved_peak_bytes INTEGER,
+  cuda_alloc_retries INTEGER, PRIMARY KEY(run_id, step));
 CREATE TABLE IF NOT EXISTS scalars(
   run_id INTEGER NOT NULL, step INTEGER NOT NULL, name TEXT NOT NULL, value REAL);
 CREATE INDEX IF NOT EXISTS scalars_by_name ON scalars(run_id, name, step);
@@ -199,6 +207,7 @@ MetricsWriter::MetricsWriter(const std::string& path, const RunInfo& run, const 
       return;
     }
   }
+  if (!add_missing_columns()) return;
   const std::string meta = "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '" +
                            std::to_string(kMetricsSchemaVersion) +
                            "'), ('writer', 'mpnanny-runtime')";
@@ -244,7 +253,7 @@ MetricsWriter::MetricsWriter(const std::string& path, const RunInfo& run, const 
                "file, line, value, threshold, message) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                &s.alert) ||
       !prepare("INSERT OR REPLACE INTO loss_scale VALUES(?,?,?,?)", &s.loss_scale) ||
-      !prepare("INSERT OR REPLACE INTO memory VALUES(?,?,?,?,?)", &s.memory) ||
+      !prepare("INSERT OR REPLACE INTO memory VALUES(?,?,?,?,?,?,?,?)", &s.memory) ||
       !prepare("INSERT INTO scalars VALUES(?,?,?,?)", &s.scalar)) {
     return;
   }
@@ -258,6 +267,32 @@ MetricsWriter::~MetricsWriter() { close(); }
 std::string MetricsWriter::error() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;
+}
+
+bool MetricsWriter::add_missing_columns() {
+  // Columns added to a table after version 1 shipped: a file an older runtime created gets them,
+  // so that one insert statement fits every file. Readers of version 1 ignore them.
+  static const std::pair<const char*, const char*> kAdded[] = {
+      {"memory", "cuda_allocated_peak_bytes"},
+      {"memory", "cuda_reserved_peak_bytes"},
+      {"memory", "cuda_alloc_retries"},
+  };
+  for (const auto& [table, column] : kAdded) {
+    sqlite3_stmt* statement = nullptr;
+    bool present = false;
+    if (sqlite3_prepare_v2(db_, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1, &statement, nullptr) ==
+        SQLITE_OK) {
+      sqlite3_bind_text(statement, 1, table, -1, SQLITE_STATIC);
+      sqlite3_bind_text(statement, 2, column, -1, SQLITE_STATIC);
+      present = sqlite3_step(statement) == SQLITE_ROW;
+    }
+    sqlite3_finalize(statement);
+    // Names from the list above, never from the file: nothing outside is formatted into SQL.
+    if (!present && !exec(("ALTER TABLE " + std::string(table) + " ADD COLUMN " + column + " INTEGER").c_str())) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool MetricsWriter::exec(const char* sql) {
@@ -484,6 +519,9 @@ bool MetricsWriter::write_record(const Record& record) {
     sqlite3_bind_int64(statement, 3, memory->rss_bytes);
     sqlite3_bind_int64(statement, 4, memory->cuda_allocated_bytes);
     sqlite3_bind_int64(statement, 5, memory->cuda_reserved_bytes);
+    sqlite3_bind_int64(statement, 6, memory->cuda_allocated_peak_bytes);
+    sqlite3_bind_int64(statement, 7, memory->cuda_reserved_peak_bytes);
+    sqlite3_bind_int64(statement, 8, memory->cuda_alloc_retries);
   } else if (const auto* scalar = std::get_if<ScalarRecord>(&record)) {
     statement = s.scalar;
     sqlite3_bind_int64(statement, 1, run);

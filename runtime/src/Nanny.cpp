@@ -917,7 +917,9 @@ void Nanny::Impl::end_step() {
     if (traced_) {
       observe_parameters();
       const MemorySample memory = sample_memory();
-      enqueue(MemoryRecord{step_, memory.rss_bytes, memory.cuda_allocated_bytes, memory.cuda_reserved_bytes});
+      enqueue(MemoryRecord{step_, memory.rss_bytes, memory.cuda_allocated_bytes, memory.cuda_reserved_bytes,
+                           memory.cuda_allocated_peak_bytes, memory.cuda_reserved_peak_bytes,
+                           memory.cuda_alloc_retries});
     }
     StepRecord record;
     record.step = step_;

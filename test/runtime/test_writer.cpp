@@ -67,7 +67,7 @@ TEST(MetricsWriter, WritesEveryRecordKindAndFlushBlocksUntilWritten) {
   writer.enqueue(AlertRecord{alert, 0, 1});
   writer.enqueue(StepRecord{7, true, false, 1.5, 1});
   writer.enqueue(LossScaleRecord{7, 65536.0, false});
-  writer.enqueue(MemoryRecord{7, 1 << 20, -1, -1});
+  writer.enqueue(MemoryRecord{7, 1 << 20, 3000, 4096, 5000, 8192, 2});
   writer.enqueue(ScalarRecord{7, "loss", 0.25});
   writer.flush();  // no close: a reader sees everything queued before flush()
   EXPECT_EQ(query_value(path, "SELECT file || ':' || line FROM locations WHERE location_id=1"), "/src/model.cpp:42");
@@ -78,6 +78,10 @@ TEST(MetricsWriter, WritesEveryRecordKindAndFlushBlocksUntilWritten) {
   EXPECT_EQ(query_value(path, "SELECT traced FROM steps WHERE step=7"), "1");
   EXPECT_EQ(query_value(path, "SELECT scale FROM loss_scale"), "65536.0");
   EXPECT_EQ(query_value(path, "SELECT value FROM scalars WHERE name='loss'"), "0.25");
+  EXPECT_EQ(query_value(path, "SELECT rss_bytes || ' ' || cuda_allocated_bytes || ' ' || cuda_reserved_bytes || ' ' || "
+                              "cuda_allocated_peak_bytes || ' ' || cuda_reserved_peak_bytes || ' ' || "
+                              "cuda_alloc_retries FROM memory WHERE step=7"),
+            "1048576 3000 4096 5000 8192 2");
   EXPECT_EQ(writer.written_records(), 7);
   writer.close();
 }
@@ -196,6 +200,30 @@ TEST(MetricsWriter, LockedDatabaseSwitchesOffAfterTheBusyTimeout) {
   EXPECT_FALSE(writer.enqueue(ScalarRecord{1, "x", 1.0}));
   sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(other);
+  writer.close();
+}
+
+TEST(MetricsWriter, AddsTheColumnsAFileFromAnOlderRuntimeLacks) {
+  ScratchDir dir;
+  const std::string path = dir.file("metrics.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  // The memory table as the first release wrote it, with a row of its run.
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                             "INSERT INTO meta VALUES('schema_version', '1');"
+                             "CREATE TABLE memory(run_id INTEGER NOT NULL, step INTEGER NOT NULL, rss_bytes INTEGER,"
+                             " cuda_allocated_bytes INTEGER, cuda_reserved_bytes INTEGER, PRIMARY KEY(run_id, step));"
+                             "INSERT INTO memory VALUES(1, 0, 100, -1, -1);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  MetricsWriter writer(path, test_run());
+  ASSERT_TRUE(writer.ok());
+  writer.enqueue(MemoryRecord{3, 200, 10, 20, 30, 40, 1});
+  writer.flush();
+  EXPECT_TRUE(writer.ok());
+  EXPECT_EQ(query_value(path, "SELECT cuda_alloc_retries FROM memory WHERE step=3"), "1");
+  EXPECT_EQ(query_value(path, "SELECT quote(cuda_reserved_peak_bytes) FROM memory WHERE step=0"), "NULL");
   writer.close();
 }
 

@@ -73,6 +73,9 @@ struct MemoryRecord {
   int64_t rss_bytes = -1;
   int64_t cuda_allocated_bytes = -1;
   int64_t cuda_reserved_bytes = -1;
+  int64_t cuda_allocated_peak_bytes = -1;
+  int64_t cuda_reserved_peak_bytes = -1;
+  int64_t cuda_alloc_retries = -1;
 };
 struct ScalarRecord {
   int64_t step = 0;
@@ -140,6 +143,8 @@ class MetricsWriter {
   bool write_record(const Record& record);
   void fail(const std::string& message);
   bool exec(const char* sql);
+  /// Adds the columns a file written by an older runtime lacks; false (and failed) on an error.
+  bool add_missing_columns();
 
   sqlite3* db_ = nullptr;
   int64_t run_id_ = 0;
