@@ -151,6 +151,7 @@ def errors(cli):
         (["summary", "--db", newer], 2, "newer mpnanny"),
         (["sites", "--db", empty_dir], 2, "no metrics*.db"),
         (["summary", "--db", run_db + "#99"], 2, "has no run 99"),
+        (["summary", "--db", run_db + "#99999999999999999999"], 2, "no run 99999999999999999999"),
         (["summary", "--db", run_db, "--format", "xml"], 2, "--format must be"),
         (["alerts", "--db", run_db, "--bogus"], 2, "unknown option --bogus"),
         (["alerts", "--db", run_db, "--steps", "x:y"], 2, "--steps must be"),
@@ -177,6 +178,9 @@ def errors(cli):
     # The database string never reaches SQL as text: a site filter full of quotes is just no match.
     code, out, _ = run(["alerts", "--db", run_db, "--site", "x' OR '1'='1", "--format", "json"], cli)
     check(code == 0 and json.loads(out) == [], "a quoting site filter matches nothing")
+    # A line number past int64 is a filter that names no line, not an error.
+    code, out, err = run(["alerts", "--db", run_db, "--site", "model.cpp:99999999999999999999", "--format", "json"], cli)
+    check(code == 0 and json.loads(out) == [], "a site line past int64 matches nothing: exit %d %r" % (code, err))
     # Colour only when asked (or on a terminal).
     _, out, _ = run(["alerts", "--db", run_db, "--color", "always"], cli)
     check("\x1b[" in out, "--color always colours the table")

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <filesystem>
 #include <cmath>
@@ -129,7 +130,10 @@ Database::Database(const std::string& spec) {
   if (hash != std::string::npos && !fs::exists(spec) && hash + 1 < spec.size() &&
       std::all_of(spec.begin() + hash + 1, spec.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
     path_ = spec.substr(0, hash);
-    wanted_run = std::stoll(spec.substr(hash + 1));
+    int64_t run = 0;
+    const auto parsed = std::from_chars(spec.data() + hash + 1, spec.data() + spec.size(), run);
+    if (parsed.ec != std::errc()) throw Error(spec + ": no run " + spec.substr(hash + 1) + " (run ids are 64-bit)");
+    wanted_run = run;
   }
   std::error_code error;
   if (!fs::exists(path_, error)) throw Error(path_ + ": no such file");

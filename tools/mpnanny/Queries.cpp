@@ -1,6 +1,7 @@
 #include "Queries.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -59,7 +60,10 @@ bool site_matches(const std::string& s, const std::string& file, int64_t line, c
   if (colon != std::string::npos && colon + 1 < s.size() &&
       std::all_of(s.begin() + colon + 1, s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     const std::string wanted_file = s.substr(0, colon);
-    if (line == std::stoll(s.substr(colon + 1)) && ends_with(file, wanted_file) &&
+    // A line number past int64 names no line: it matches nothing, it is not an error.
+    int64_t wanted_line = -1;
+    std::from_chars(s.data() + colon + 1, s.data() + s.size(), wanted_line);
+    if (line == wanted_line && ends_with(file, wanted_file) &&
         (file.size() == wanted_file.size() || file[file.size() - wanted_file.size() - 1] == '/' ||
          wanted_file.front() == '/')) {
       return true;
