@@ -45,6 +45,9 @@ struct RangeAnalysis::Cache {
   /// each made from the last is walked again from every use, n^2 steps (a generated
   /// 10k-statement function took minutes).
   llvm::DenseMap<const Expr *, kb::Format> Formats;
+  /// Expressions whose format is being worked out: met again as an input, they are a
+  /// variable used in its own initializer (`torch::Tensor y = y.exp();` compiles).
+  llvm::DenseSet<const Expr *> FormatsInProgress;
   /// rangeImpl per (expression, assumed format, depth): a local used twice in the next
   /// one's initializer (a1 = a0 + a0; a2 = a1 + a1; ...) doubles the walk at each line,
   /// 2^32 steps without this (24 such lines hung the scan).
@@ -258,12 +261,40 @@ static kb::Format widest(kb::Format A, kb::Format B) {
 kb::Format RangeAnalysis::formatOf(const Expr *E) const {
   if (auto It = Memo->Formats.find(E); It != Memo->Formats.end())
     return It->second;
-  kb::Format F = computeFormat(E);
-  Memo->Formats[E] = F; // not through It: the recursion may have grown the map
-  return F;
+  // An explicit work list, not recursion: a sum of 10k terms, or 10k locals each made
+  // from the last, is an input chain 10k deep, more frames than a thread's stack holds
+  // under ASan.
+  llvm::SmallVector<const Expr *, 16> Work{E};
+  while (!Work.empty()) {
+    const Expr *Next = Work.back();
+    if (Memo->Formats.count(Next)) {
+      Work.pop_back();
+      continue;
+    }
+    Memo->FormatsInProgress.insert(Next);
+    llvm::SmallVector<const Expr *, 4> Missing;
+    kb::Format F = computeFormat(Next, Missing);
+    if (Missing.empty()) {
+      Memo->Formats[Next] = F;
+      Memo->FormatsInProgress.erase(Next);
+      Work.pop_back();
+    } else {
+      Work.append(Missing.begin(), Missing.end());
+    }
+  }
+  return Memo->Formats.find(E)->second;
 }
 
-kb::Format RangeAnalysis::computeFormat(const Expr *E) const {
+kb::Format RangeAnalysis::computeFormat(const Expr *E,
+                                        llvm::SmallVectorImpl<const Expr *> &Missing) const {
+  auto InputFormat = [&](const Expr *Input) {
+    if (auto It = Memo->Formats.find(Input); It != Memo->Formats.end())
+      return It->second;
+    // A cycle says nothing about the format; fp32 is the one that raises no finding.
+    if (!Memo->FormatsInProgress.count(Input))
+      Missing.push_back(Input);
+    return kb::Format::FP32;
+  };
   E = ignoreConversions(E);
   if (!E)
     return kb::Format::FP32;
@@ -275,14 +306,14 @@ kb::Format RangeAnalysis::computeFormat(const Expr *E) const {
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
     if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()))
       if (const Expr *Init = stableInitializer(Var))
-        return formatOf(Init);
+        return InputFormat(Init);
     return contextFormat(Context);
   }
   if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
     std::optional<kb::Format> Result;
     for (const Expr *Arg : Op->arguments())
       if (isTensorType(Arg->getType())) {
-        kb::Format F = formatOf(Arg);
+        kb::Format F = InputFormat(Arg);
         Result = Result ? widest(*Result, F) : F;
       }
     return Result ? *Result : contextFormat(Context);
@@ -294,7 +325,7 @@ kb::Format RangeAnalysis::computeFormat(const Expr *E) const {
   if (auto D = explicitDtype(*TC))
     return *D;
   const kb::Op *OpEntry = lookupOp(*TC, KB);
-  kb::Format Input = TC->Self ? formatOf(TC->Self) : contextFormat(Context);
+  kb::Format Input = TC->Self ? InputFormat(TC->Self) : contextFormat(Context);
   if (Context == kb::Precision::AutocastFP16 || Context == kb::Precision::AutocastBF16) {
     kb::Format Lowered =
         Context == kb::Precision::AutocastFP16 ? kb::Format::FP16 : kb::Format::BF16;

@@ -13,6 +13,7 @@
 #include "KnowledgeBase.h"
 #include "PrecisionContext.h"
 #include "clang/AST/ASTContext.h"
+#include "llvm/ADT/SmallVector.h"
 #include <limits>
 #include <optional>
 #include <string>
@@ -66,7 +67,9 @@ private:
   Interval rangeOfCall(const CallExpr &Call, std::optional<kb::Format> Assumed, int Depth) const;
   Interval rangeOfOperator(const CXXOperatorCallExpr &Op, std::optional<kb::Format> Assumed,
                            int Depth) const;
-  kb::Format computeFormat(const Expr *E) const;
+  /// E's format from its inputs' formats; an input not known yet is added to Missing
+  /// (and the result is then meaningless) so that formatOf can work it out first.
+  kb::Format computeFormat(const Expr *E, llvm::SmallVectorImpl<const Expr *> &Missing) const;
   bool isMutated(const VarDecl *Var) const;
 
   ASTContext &Ctx;

@@ -4,7 +4,7 @@
   run_hostile_tests.py --mpnanny-check BIN --mock DIR --work DIR code
       The committed inputs (Inputs/: parse errors, a missing header, macros, templates, Unicode)
       and the ones generated here at run time (a 10k-statement function, a sum of 10k terms,
-      calls nested 200 deep, 30 locals each made of the last one twice, 500 generated functions
+      calls nested 200 deep, 30 locals each made of the last one twice, a local in its own initializer, 500 generated functions
       behind #line directives, CRLF copies).
       Lines marked HOSTILE-FINDING must carry the findings and no other line may; lines marked
       MACRO-DEFINITION never do.
@@ -166,6 +166,13 @@ def generated(args):
     lines += ["  auto a%d = a%d + a%d;" % (i, i - 1, i - 1) for i in range(1, 31)]
     lines += ["  return torch::log(a30);", "}"]
     path = write(os.path.join(args.work, "doubling.cpp"), "\n".join(lines) + "\n")
+    scan_twice(args, path, None)
+
+    # A local used in its own initializer compiles (with a warning): following locals to their
+    # initializers must not go round in a circle.
+    path = write(os.path.join(args.work, "self-initializer.cpp"), HEADER + "torch::Tensor f(torch::Tensor x) {\n"
+                 "  torch::Tensor y = torch::log(torch::softmax(y.to(torch::kHalf) + y, 1));\n"
+                 "  return y + x;\n}\n")
     scan_twice(args, path, None)
 
     # Generated code: 500 functions, as a code generator writes them, behind #line directives that
