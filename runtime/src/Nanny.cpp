@@ -380,6 +380,11 @@ class OpObserver {
 
 /// The session MPNANNY_VERIFY=1 started at load time, until a user's Nanny takes it over.
 std::atomic<Nanny::Impl*> g_implicit_session{nullptr};
+/// The same session for the whole process: once handed over or switched off it is not used again,
+/// but an op callback on another thread may still be inside it, so it is never deleted, and this
+/// keeps it referenced (a leak checker then sees memory kept on purpose, not lost). Volatile: the
+/// program never reads it, and the compiler would otherwise drop the store.
+Nanny::Impl* volatile g_implicit_session_kept = nullptr;
 
 }  // namespace
 
@@ -1227,6 +1232,7 @@ void start_verification_from_environment() {
     // Deliberately leaked, like watch()'s nanny: training code may run ops until the very end; the
     // atexit handler reports the verdicts and closes it first.
     auto* session = new Nanny::Impl(nullptr, Options{}, /*implicit_steps=*/true);
+    g_implicit_session_kept = session;
     if (!session->active()) return;  // no sites (warned), disabled, or an error (warned)
     g_implicit_session = session;
     std::atexit([] {
