@@ -43,10 +43,6 @@ config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.envi
 for var in ["MPNANNY_RULES", "MPNANNY_KNOWLEDGE", "TORCH_DIR"]:
     config.environment.pop(var, None)
 config.pipefail = False
-# A sanitized build's plugin needs the sanitizer runtime loaded before clang-tidy starts; every
-# command gets it, so that the tools a script starts (the benchmark's clang-tidy) have it too.
-if config.tool_preload:
-    config.environment["LD_PRELOAD"] = config.tool_preload
 
 # The official SARIF 2.1.0 schema, fetched by the checks-sarif-schema test from npm; a
 # hand-written subset of it when the registry could not be reached.
