@@ -266,6 +266,11 @@ bool HeaderCache::build(const Plan &P, std::string &Error) {
     Invocation->getFrontendOpts().OutputFile = std::string(Temp);
     // The AST is freed: this process goes on to scan.
     Invocation->getFrontendOpts().DisableFree = false;
+    // Instantiate in the entry the templates LibTorch's own headers use, once, instead of in
+    // every scan that loads it (-fpch-instantiate-templates): on the example a warm
+    // -fsyntax-only went from 5.2 s to 2.1 s, for a 20 % larger entry built 20 % slower. A
+    // benign option: the scans that load the entry need not set it.
+    Invocation->getLangOpts()->PCHInstantiateTemplates = true;
     CompilerInstance Compiler;
     Compiler.setInvocation(std::move(Invocation));
     Compiler.createDiagnostics(Diagnostics, /*ShouldOwnClient=*/false);
