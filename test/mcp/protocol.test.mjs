@@ -11,8 +11,8 @@ import { env, flags, makeFixture, modelText, serverArgs, snapshot } from './fixt
 
 /** A server process and its replies, one JSON object per stdout line. */
 class Session {
-  constructor(args, command = env.server) {
-    this.proc = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  constructor(args, command = env.server, cwd = undefined) {
+    this.proc = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], cwd });
     this.lines = [];
     this.waiting = [];
     this.stderr = '';
@@ -226,6 +226,20 @@ describe('version negotiation', () => {
 });
 
 describe('start-up', () => {
+  test('started in a folder outside its roots, it scans without complaining about that folder', async () => {
+    const fixture = makeFixture();
+    const s = new Session(serverArgs(fixture), env.server, fixture.outside);
+    try {
+      await s.send(initialize());
+      const reply = await s.send(callTool('scan_file', { source: modelText, flags }));
+      assert.ok(reply.result?.structuredContent?.findings?.length > 0, JSON.stringify(reply).slice(0, 500));
+    } finally {
+      assert.equal(await s.close(), 0);
+      fixture.cleanup();
+    }
+    assert.doesNotMatch(s.stderr, /Error reading configuration/);
+  });
+
   test('a root that does not exist is a usage error', async () => {
     const s = new Session(['--root', '/nonexistent/mpnanny']);
     assert.equal(await s.exited, 2);

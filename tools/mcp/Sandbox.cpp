@@ -212,8 +212,13 @@ llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> Sandbox::compilerFileSystem() co
 }
 
 llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> Sandbox::rootFileSystem() const {
-  return llvm::makeIntrusiveRefCnt<FencedFileSystem>(llvm::vfs::createPhysicalFileSystem(),
-                                                     Roots);
+  // Its working folder is the first root, not the server's: clang-tidy reads the options for
+  // "" (relative, so the working folder) before the first file, and a server started outside
+  // its roots printed "Error reading configuration from <cwd>: directory doesn't exist".
+  llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> Physical = llvm::vfs::createPhysicalFileSystem();
+  if (!Roots.empty())
+    Physical->setCurrentWorkingDirectory(Roots.front());
+  return llvm::makeIntrusiveRefCnt<FencedFileSystem>(std::move(Physical), Roots);
 }
 
 namespace {
