@@ -127,8 +127,14 @@ std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
     std::string First;
     for (const auto &E : S.Errors)
       if (E.DiagLevel == tooling::Diagnostic::Error &&
-          llvm::StringRef(E.DiagnosticName).startswith("clang-diagnostic") && Count++ == 0)
-        First = E.Message.Message;
+          llvm::StringRef(E.DiagnosticName).startswith("clang-diagnostic") && Count++ == 0) {
+        // Where, as the compiler says it: the JSON and SARIF outputs print only this line.
+        Location At = locate(absolutePath(E.Message.FilePath, E.BuildDirectory),
+                             E.Message.FileOffset);
+        First = At.Line ? At.File + ":" + std::to_string(At.Line) + ":" +
+                              std::to_string(At.Column) + ": " + E.Message.Message
+                        : E.Message.Message;
+      }
     if (Count)
       Problems.push_back(S.File + ": " + std::to_string(Count) +
                          " compile error(s) (first: " + First +
