@@ -69,7 +69,9 @@ void bench_stat_kernel() {
     torch::Tensor tensor;
   };
   const std::vector<Case> cases = {
+      {"float 16M (past L3)", torch::randn({1 << 24})},
       {"float 4M", torch::randn({1 << 22})},
+      {"float 6K (example's size)", torch::randn({16 * 12 * 32})},
       {"float 256K", torch::randn({1 << 18})},
       {"float 1024x1024 t()", torch::randn({1024, 1024}).t()},
       {"bfloat16 4M", torch::randn({1 << 22}).to(torch::kBFloat16)},

@@ -21,6 +21,12 @@
 #include "CudaStats.h"
 #endif
 
+// at::parallel_for is a `#pragma omp parallel` inline in LibTorch's headers when LibTorch uses
+// OpenMP: compiled without OpenMP it silently runs on one thread (runtime/CMakeLists.txt).
+#if AT_PARALLEL_OPENMP && !defined(_OPENMP)
+#error "TensorStats.cpp must be compiled with OpenMP, or at::parallel_for runs serially"
+#endif
+
 namespace mpnanny {
 
 double TensorStats::mean() const {
@@ -50,54 +56,156 @@ void TensorStats::merge(const TensorStats& other) {
 
 namespace {
 
-// Fast path for float, half and bfloat16 (widened to float exactly): a block of elements is
-// classified by one loop with no data-dependent branches (integer compares on the magnitude's
-// bits in int32 lanes, ElementClass.h's classify_magnitude_lane), so GCC vectorizes it; the
-// histogram is a second, scalar loop over the same block, still in L1, that only counts
-// exponent fields (sign included, 512 bins, four copies so that equal neighbours do not wait on
-// each other's increments). The fields fold into log2 buckets (histogram_bucket_of_exponent_field)
-// at the end of a stretch, less the zeros and NaNs, which the classification counted.
+// Float, half and bfloat16 (widened to float exactly) are read in blocks of kBlock elements.
 //
-// Sums: each element is widened to double in the vector loop and summed there; a double lane
-// holds the square of any float, so sum_squares cannot overflow where the tensor does not, and
-// per-lane double partials keep the rounding error far below what the rules look at. A float
-// accumulator would be faster by a few percent but overflows on squares above 1.8e19, which is
-// exactly the range an exploding gradient reaches.
-constexpr int64_t kBlock = 2048;              // int32 lane counters and the block buffer in L1
-constexpr int64_t kFoldEvery = int64_t{1} << 24;  // well below 2^32 per uint32 exponent bin
+// Fast path (scan_ordinary_block): a block whose magnitudes are all zero or in [2^-60, 2^60) --
+// no NaN, no Inf, no fp32 subnormal; nearly every block of a training run -- is read with 16-lane
+// vectors (GCC vector extensions; AVX-512, AVX2 or SSE2 by the copy it is inlined into), doing as
+// little per element as possible:
+//   - two compare-and-count lanes (above fp16's max; above fp16's flush limit 2^-25);
+//   - max |x| and min non-zero |x| on the magnitude's bits (ordered like the values);
+//   - sum and sum of squares in float, four accumulators of 16 lanes so that each lane adds at
+//     most 32 values per block; the block's lanes are then added in double. The range bounds
+//     keep every square a normal float and every lane's sum far below float's max, so the
+//     relative error stays below 2e-6;
+//   - each element's class: 0 for zero, else 1 + its histogram bucket. Two elements' classes make
+//     one pair index (class << 6 | class), and a scalar loop over the block's pair indices, still
+//     in L1, counts pairs: one increment per two elements, in four copies so that runs of equal
+//     pairs do not wait on each other's stores.
+// The fast path's other counts follow from the classes (finish_float_counts): zeros are class
+// 0, values at or above fp16's smallest normal (2^-14) are classes 12 and up, and bf16, NaN and
+// Inf counts are 0.
+//
+// Any other block is read again by the general path (scan_general_block): every element through
+// ElementClass.h's classify_magnitude_lane, sums in double, no data-dependent branch, exponent
+// fields counted one by one.
+constexpr int64_t kBlock = 2048;
+constexpr int64_t kVectorLanes = 16;
+constexpr int64_t kAccumulators = 4;
+constexpr int64_t kStep = kVectorLanes * kAccumulators;
+constexpr int64_t kFoldEvery = int64_t{1} << 18;  // at most 2^15 increments per uint16 pair bin
 constexpr int32_t kInfinityBits = static_cast<int32_t>(Fp32Thresholds::kInfinity);
+constexpr int32_t kOrdinaryMaxBits = 0x5d800000;  // 2^60: exclusive bound of the fast path
+constexpr int32_t kOrdinaryMinBits = 0x21800000;  // 2^-60: inclusive bound for non-zero values
+
+constexpr int kClasses = kHistogramBuckets + 1;  // zero, then one per histogram bucket
+constexpr int kClassBits = 6;
+static_assert(kClasses <= (1 << kClassBits), "a class must fit in its half of a pair index");
+constexpr int kPairBins = (kClasses - 1) << kClassBits | (kClasses - 1);
+constexpr int kPairCopies = 4;
+constexpr int kClassCopies = 8;
+constexpr int kFieldCopies = 4;
+/// Chunks at least this long count pairs of classes; shorter ones count classes one by one, as
+/// zeroing and folding the pair counters would cost more than the increments they save.
+constexpr int64_t kPairCountingMinimum = 65536;
+/// The class of the first bucket at or above fp16's smallest normal, 2^-14.
+constexpr int kFp16NormalClass = 1 + (-14 - kHistogramMinExponent + 1);
+static_assert(histogram_bucket_exponent(kFp16NormalClass - 1) == -14, "bucket boundary at 2^-14");
+
+typedef int32_t Int32x16 __attribute__((vector_size(64)));
+typedef uint32_t Uint32x16 __attribute__((vector_size(64)));
+typedef float Float32x16 __attribute__((vector_size(64)));
+typedef uint16_t Uint16x16 __attribute__((vector_size(32)));
+typedef uint8_t Uint8x16 __attribute__((vector_size(16)));
+typedef double Float64x16 __attribute__((vector_size(128)));
+
+/// The fast path's counters for long chunks: one per pair of classes, in copies padded so that
+/// they fall in different L1 banks.
+struct PairCounters {
+  uint16_t bins[kPairCopies][kPairBins + 1 + 32] = {};
+};
 
 struct ChunkCounts {
+  // Counted directly: by the general path, and the fast path's compare lanes.
   int64_t nan_count = 0, inf_count = 0, zero_count = 0;
   int64_t fp16_overflow = 0, fp16_subnormal = 0, fp16_flush = 0;
   int64_t bf16_overflow = 0, bf16_subnormal = 0, bf16_flush = 0;
+  // Fast-path elements, and those of them above fp16's flush limit; the rest of their counts
+  // come from their classes (finish_float_counts).
+  int64_t ordinary_count = 0, ordinary_above_fp16_flush = 0;
   double sum = 0, sum_squares = 0;
   int32_t max_bits = 0;                        // float path: max |x| as bits
   int32_t min_nonzero_bits = kInfinityBits;    // float path
   double max_abs_double = 0;                   // double path
   double min_abs_nonzero_double = std::numeric_limits<double>::infinity();
+  // Float path: the fast path's class (or class pair) counts and the general path's
+  // exponent-field counts, folded into class_totals and field_totals every kFoldEvery elements.
+  std::unique_ptr<PairCounters> pairs;  // set for chunks of kPairCountingMinimum or more
+  uint32_t class_bins[kClassCopies][64] = {};
+  uint32_t field_bins[kFieldCopies][256 + 16] = {};
+  int64_t unfolded = 0;
+  int64_t class_totals[kClasses] = {};
+  int64_t field_totals[256] = {};
   int64_t histogram[kHistogramBuckets] = {};
-  uint32_t exponent_fields[4][512] = {};       // float path, folded into histogram
-  int64_t unfolded = 0;                        // elements counted in exponent_fields
 
-  void fold_exponent_fields() {
-    for (int field = 0; field < 256; ++field) {
-      int64_t count = 0;
-      for (const auto& copy : exponent_fields) count += int64_t{copy[field]} + copy[field + 256];
-      histogram[histogram_bucket_of_exponent_field(field)] += count;
+  void fold() {
+    if (pairs) {
+      uint32_t pair_counts[kPairBins + 1] = {};
+      for (const auto& copy : pairs->bins) {
+        for (int pair = 0; pair <= kPairBins; ++pair) pair_counts[pair] += copy[pair];
+      }
+      for (int pair = 0; pair <= kPairBins; ++pair) {
+        class_totals[pair >> kClassBits] += pair_counts[pair];
+        class_totals[pair & ((1 << kClassBits) - 1)] += pair_counts[pair];
+      }
+      std::memset(pairs->bins, 0, sizeof pairs->bins);
     }
-    std::memset(exponent_fields, 0, sizeof exponent_fields);
+    for (int c = 0; c < kClasses; ++c) {
+      for (const auto& copy : class_bins) class_totals[c] += copy[c];
+    }
+    for (int field = 0; field < 256; ++field) {
+      for (const auto& copy : field_bins) field_totals[field] += copy[field];
+    }
+    std::memset(class_bins, 0, sizeof class_bins);
+    std::memset(field_bins, 0, sizeof field_bins);
     unfolded = 0;
+  }
+
+  /// After the last fold: the histogram, from the fast path's classes and the general path's
+  /// exponent fields (less the general path's zeros and NaNs, fields 0 and 255, which are not
+  /// magnitudes it shows); then the fast path's zero and fp16 subnormal and flush counts, from
+  /// its classes.
+  void finish_float_counts() {
+    for (int b = 0; b < kHistogramBuckets; ++b) histogram[b] = class_totals[b + 1];
+    for (int field = 0; field < 256; ++field) histogram[histogram_bucket_of_exponent_field(field)] += field_totals[field];
+    histogram[histogram_bucket_of_exponent_field(0)] -= zero_count;
+    histogram[histogram_bucket_of_exponent_field(255)] -= nan_count;
+
+    int64_t at_or_above_fp16_normal = 0;
+    for (int c = kFp16NormalClass; c < kClasses; ++c) at_or_above_fp16_normal += class_totals[c];
+    const int64_t zeros = class_totals[0];
+    zero_count += zeros;
+    fp16_flush += ordinary_count - zeros - ordinary_above_fp16_flush;
+    fp16_subnormal += ordinary_above_fp16_flush - at_or_above_fp16_normal;
   }
 };
 
-/// Classifies `count` (at most kBlock) contiguous floats into `counts`. Inlined into a baseline
-/// and an AVX2 copy (see pick_block_scanner).
-__attribute__((always_inline)) inline void scan_float_block(const float* values, int64_t count,
-                                                            ChunkCounts& counts) {
+/// Adds `count` small values (exponent fields, classes) to `Copies` interleaved copies of bins.
+template <int Copies, size_t Bins>
+__attribute__((always_inline)) inline void count_values(const uint8_t* values, int64_t count,
+                                                        uint32_t (&bins)[Copies][Bins]) {
+  int64_t i = 0;
+  for (; i + Copies <= count; i += Copies) {
+    for (int copy = 0; copy < Copies; ++copy) ++bins[copy][values[i + copy]];
+  }
+  for (; i < count; ++i) ++bins[0][values[i]];
+}
+
+/// Adds `count` (a multiple of kPairCopies) pair indices to the fast path's pair counters.
+__attribute__((always_inline)) inline void count_pairs(const uint16_t* pair_indices, int64_t count,
+                                                       PairCounters& pairs) {
+  for (int64_t i = 0; i < count; i += kPairCopies) {
+    for (int copy = 0; copy < kPairCopies; ++copy) ++pairs.bins[copy][pair_indices[i + copy]];
+  }
+}
+
+/// The general path: classifies `count` contiguous floats into `counts`, any values at all.
+__attribute__((always_inline)) inline void scan_general_block(const float* values, int64_t count,
+                                                              ChunkCounts& counts) {
   int32_t nan = 0, inf = 0, zero = 0, h_over = 0, h_sub = 0, h_flush = 0, b_over = 0, b_sub = 0, b_flush = 0;
   int32_t max_bits = counts.max_bits, min_bits = counts.min_nonzero_bits;
   double sum = 0, sum_squares = 0;
+  alignas(64) uint8_t fields[kBlock];
   // The pragma (honoured with -fopenmp-simd, no OpenMP runtime) allows the double sums to be
   // reassociated across lanes.
 #pragma omp simd reduction(+ : nan, inf, zero, h_over, h_sub, h_flush, b_over, b_sub, b_flush, sum, sum_squares) \
@@ -106,6 +214,7 @@ __attribute__((always_inline)) inline void scan_float_block(const float* values,
     int32_t raw;
     std::memcpy(&raw, &values[i], sizeof raw);
     const int32_t bits = raw & 0x7fffffff;
+    fields[i] = static_cast<uint8_t>(bits >> 23);
     const MagnitudeFlags<int32_t> flags = classify_magnitude_lane(bits);
     nan += flags.is_nan;
     inf += flags.is_inf;
@@ -131,20 +240,7 @@ __attribute__((always_inline)) inline void scan_float_block(const float* values,
     sum += finite_value;
     sum_squares += finite_value * finite_value;
   }
-  int64_t i = 0;
-  for (; i + 4 <= count; i += 4) {
-    uint32_t raw[4];
-    std::memcpy(raw, &values[i], sizeof raw);
-    ++counts.exponent_fields[0][raw[0] >> 23];
-    ++counts.exponent_fields[1][raw[1] >> 23];
-    ++counts.exponent_fields[2][raw[2] >> 23];
-    ++counts.exponent_fields[3][raw[3] >> 23];
-  }
-  for (; i < count; ++i) {
-    uint32_t raw;
-    std::memcpy(&raw, &values[i], sizeof raw);
-    ++counts.exponent_fields[0][raw >> 23];
-  }
+  count_values(fields, count, counts.field_bins);
   counts.unfolded += count;
   counts.nan_count += nan;
   counts.inf_count += inf;
@@ -159,6 +255,100 @@ __attribute__((always_inline)) inline void scan_float_block(const float* values,
   counts.min_nonzero_bits = min_bits;
   counts.sum += sum;
   counts.sum_squares += sum_squares;
+}
+
+/// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats of a block.
+/// Returns false, having changed nothing, when the block holds a value it does not handle.
+/// CountPairs: count classes in pairs (counts.pairs is set), else one by one.
+template <bool CountPairs>
+__attribute__((always_inline)) inline bool scan_ordinary_block(const float* values, int64_t count,
+                                                               ChunkCounts& counts) {
+  const Int32x16 magnitude_mask = Int32x16{} + 0x7fffffff;
+  const Int32x16 fp16_max = Int32x16{} + static_cast<int32_t>(Fp32Thresholds::kFp16Max);
+  const Int32x16 fp16_flush = Int32x16{} + static_cast<int32_t>(Fp32Thresholds::kFp16FlushAtOrBelow);
+  // class = 0 for zero, else 1 + histogram_bucket_of_exponent_field(field): field - 127 -
+  // kHistogramMinExponent + 2, clamped to [1, kClasses - 1].
+  const Int32x16 class_offset = Int32x16{} + (2 - 127 - kHistogramMinExponent);
+  const Int32x16 last_class = Int32x16{} + (kClasses - 1);
+  Int32x16 above_fp16_max{}, above_fp16_flush{}, max_bits{};
+  Uint32x16 min_bits_less_one = Uint32x16{} + 0xffffffffu;  // bits - 1: zeros wrap to the top
+  Float32x16 sum[kAccumulators] = {}, sum_squares[kAccumulators] = {};
+  alignas(64) uint16_t pair_indices[kBlock / 2];
+  alignas(64) uint8_t class_bytes[kBlock];
+  for (int64_t i = 0; i < count; i += kStep) {
+    Int32x16 classes[kAccumulators];
+    for (int a = 0; a < kAccumulators; ++a) {
+      Float32x16 value;
+      std::memcpy(&value, values + i + a * kVectorLanes, sizeof value);
+      const Int32x16 bits = (Int32x16)value & magnitude_mask;  // a cast between vectors keeps the bits
+      above_fp16_max -= bits > fp16_max;  // a true compare is -1
+      above_fp16_flush -= bits > fp16_flush;
+      max_bits = bits > max_bits ? bits : max_bits;
+      const Uint32x16 less_one = (Uint32x16)bits - 1u;
+      min_bits_less_one = less_one < min_bits_less_one ? less_one : min_bits_less_one;
+      sum[a] += value;
+      sum_squares[a] += value * value;
+      const Int32x16 nonzero = -(bits != 0);
+      const Int32x16 raised = (bits >> 23) + class_offset;
+      const Int32x16 at_least = raised > nonzero ? raised : nonzero;
+      classes[a] = at_least < last_class ? at_least : last_class;
+    }
+    if constexpr (CountPairs) {
+      for (int a = 0; a < kAccumulators; a += 2) {
+        const Uint16x16 pair = __builtin_convertvector(classes[a] << kClassBits | classes[a + 1], Uint16x16);
+        std::memcpy(pair_indices + i / 2 + a / 2 * kVectorLanes, &pair, sizeof pair);
+      }
+    } else {
+      for (int a = 0; a < kAccumulators; ++a) {
+        const Uint8x16 bytes = __builtin_convertvector(classes[a], Uint8x16);
+        std::memcpy(class_bytes + i + a * kVectorLanes, &bytes, sizeof bytes);
+      }
+    }
+  }
+  int32_t block_max = 0;
+  uint32_t block_min_less_one = 0xffffffffu;
+  for (int lane = 0; lane < kVectorLanes; ++lane) {
+    block_max = std::max(block_max, max_bits[lane]);
+    block_min_less_one = std::min(block_min_less_one, min_bits_less_one[lane]);
+  }
+  const bool has_nonzero = block_min_less_one != 0xffffffffu;
+  const int32_t block_min = static_cast<int32_t>(block_min_less_one + 1u);
+  if (block_max >= kOrdinaryMaxBits || (has_nonzero && block_min < kOrdinaryMinBits)) return false;
+
+  if constexpr (CountPairs) {
+    count_pairs(pair_indices, count / 2, *counts.pairs);
+  } else {
+    count_values(class_bytes, count, counts.class_bins);
+  }
+  counts.unfolded += count;
+  Float64x16 block_sum{}, block_sum_squares{};
+  for (int a = 0; a < kAccumulators; ++a) {
+    block_sum += __builtin_convertvector(sum[a], Float64x16);
+    block_sum_squares += __builtin_convertvector(sum_squares[a], Float64x16);
+  }
+  for (int lane = 0; lane < kVectorLanes; ++lane) {
+    counts.sum += block_sum[lane];
+    counts.sum_squares += block_sum_squares[lane];
+    counts.fp16_overflow += above_fp16_max[lane];
+    counts.ordinary_above_fp16_flush += above_fp16_flush[lane];
+  }
+  counts.ordinary_count += count;
+  counts.max_bits = std::max(counts.max_bits, block_max);
+  if (has_nonzero) counts.min_nonzero_bits = std::min(counts.min_nonzero_bits, block_min);
+  return true;
+}
+
+/// Reads `count` (at most kBlock) contiguous floats into `counts`. Inlined into a baseline, an
+/// AVX2 and an AVX-512 copy (see pick_run_scanner).
+__attribute__((always_inline)) inline void scan_float_block(const float* values, int64_t count,
+                                                            ChunkCounts& counts) {
+  const int64_t vectorized = count - count % kStep;
+  int64_t done = 0;
+  if (vectorized > 0 && (counts.pairs ? scan_ordinary_block<true>(values, vectorized, counts)
+                                      : scan_ordinary_block<false>(values, vectorized, counts))) {
+    done = vectorized;
+  }
+  if (done < count) scan_general_block(values + done, count - done, counts);
 }
 
 /// Widens half and bfloat16 exactly (and gathers strided floats) into a float block.
@@ -290,10 +480,6 @@ void store(const ChunkCounts& counts, bool from_double, int64_t numel, TensorSta
     stats.max_abs = counts.max_abs_double;
     stats.min_abs_nonzero = counts.min_abs_nonzero_double;
   } else {
-    // Zeros sit in exponent field 0 and NaNs in field 255 of the exponent count; neither is a
-    // magnitude the histogram shows.
-    stats.histogram[histogram_bucket_of_exponent_field(0)] -= counts.zero_count;
-    stats.histogram[histogram_bucket_of_exponent_field(255)] -= counts.nan_count;
     float max_value, min_value;
     std::memcpy(&max_value, &counts.max_bits, sizeof max_value);
     std::memcpy(&min_value, &counts.min_nonzero_bits, sizeof min_value);
@@ -377,7 +563,8 @@ TensorStats stats_of(const at::Tensor& tensor) {
   // parallelize; each task walks its own slice of rows and merges one partial at its end.
   constexpr int64_t kGrain = 1 << 15;
   at::parallel_for(0, total, kGrain, [&](int64_t begin, int64_t end) {
-    auto counts = std::make_unique<ChunkCounts>();  // 8 KiB of exponent bins: not on the stack
+    auto counts = std::make_unique<ChunkCounts>();  // 8 KiB of bins: not on the stack
+    if (end - begin >= kPairCountingMinimum) counts->pairs = std::make_unique<PairCounters>();
     int64_t index = begin;
     while (index < end) {
       const int64_t row = index / layout.row_length;
@@ -388,11 +575,14 @@ TensorStats stats_of(const at::Tensor& tensor) {
         scan_double_run(start, layout.inner_stride, row_end - index, *counts);
       } else {
         run_scanner<Scalar>(start, layout.inner_stride, row_end - index, *counts);
-        if (counts->unfolded >= kFoldEvery) counts->fold_exponent_fields();
+        if (counts->unfolded >= kFoldEvery) counts->fold();
       }
       index = row_end;
     }
-    if (!kIsDouble) counts->fold_exponent_fields();
+    if (!kIsDouble) {
+      counts->fold();
+      counts->finish_float_counts();
+    }
     TensorStats partial;
     store(*counts, kIsDouble, end - begin, partial);
     std::lock_guard<std::mutex> lock(merge_mutex);
