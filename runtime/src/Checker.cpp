@@ -149,23 +149,35 @@ std::optional<Finding> check_gradient_norm(double unscaled_norm, const AlertThre
 }
 
 std::optional<double> RobustBaseline::upper_bound() const {
-  if (!thresholds_.adaptive_enabled || observations_ < thresholds_.adaptive_warmup || log2_values_.empty()) {
+  if (!thresholds_.adaptive_enabled || observations_ < thresholds_.adaptive_warmup || sorted_log2_.empty()) {
     return std::nullopt;
   }
-  std::vector<double> values(log2_values_.begin(), log2_values_.end());
+  const std::vector<double>& values = sorted_log2_;
   const size_t middle = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + middle, values.end());
   const double median = values[middle];
-  for (double& value : values) value = std::fabs(value - median);
-  std::nth_element(values.begin(), values.begin() + middle, values.end());
-  const double deviation = std::max(1.4826 * values[middle], thresholds_.adaptive_min_deviation_log2);
+  // The deviations |x - median| are two ascending runs, median - x leftwards from the middle and
+  // x - median rightwards from it; their merge's element `middle` is the MAD's median (the same
+  // element a selection over all deviations picks).
+  size_t left = middle, right = middle;  // next candidates: values[left - 1], values[right]
+  double deviation_at_middle = 0.0;
+  for (size_t taken = 0; taken <= middle; ++taken) {
+    const bool take_left =
+        left > 0 && (right >= values.size() || median - values[left - 1] <= values[right] - median);
+    deviation_at_middle = take_left ? median - values[--left] : values[right++] - median;
+  }
+  const double deviation = std::max(1.4826 * deviation_at_middle, thresholds_.adaptive_min_deviation_log2);
   return std::exp2(median + thresholds_.adaptive_k * deviation);
 }
 
 void RobustBaseline::add(double value) {
   if (!(value > 0.0) || !std::isfinite(value)) return;  // log2 is defined for positive values only
-  log2_values_.push_back(std::log2(value));
-  if (static_cast<int64_t>(log2_values_.size()) > thresholds_.adaptive_window) log2_values_.pop_front();
+  const double log2_value = std::log2(value);
+  log2_values_.push_back(log2_value);
+  sorted_log2_.insert(std::upper_bound(sorted_log2_.begin(), sorted_log2_.end(), log2_value), log2_value);
+  if (static_cast<int64_t>(log2_values_.size()) > thresholds_.adaptive_window) {
+    sorted_log2_.erase(std::lower_bound(sorted_log2_.begin(), sorted_log2_.end(), log2_values_.front()));
+    log2_values_.pop_front();
+  }
   ++observations_;
 }
 

@@ -1,8 +1,10 @@
 #include "MemoryStats.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <cstdio>
+#include <mutex>
 
 #if defined(MPNANNY_WITH_CUDA) && __has_include(<c10/cuda/CUDACachingAllocator.h>)
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -13,9 +15,29 @@
 namespace mpnanny {
 
 int64_t resident_set_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t total_pages = 0, resident_pages = 0;
-  if (!(statm >> total_pages >> resident_pages)) return -1;
+  // Read on every traced step: the file stays open (opening it costs more than reading it),
+  // and is opened again in a forked child, whose /proc/self is another process.
+  static std::mutex mutex;
+  static int descriptor = -1;
+  static pid_t opened_by = 0;
+  char text[128];
+  ssize_t length = -1;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (descriptor >= 0 && opened_by != getpid()) {
+      close(descriptor);
+      descriptor = -1;
+    }
+    if (descriptor < 0) {
+      descriptor = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+      opened_by = getpid();
+    }
+    if (descriptor >= 0) length = pread(descriptor, text, sizeof text - 1, 0);
+  }
+  if (length <= 0) return -1;
+  text[length] = '\0';
+  long long total_pages = 0, resident_pages = 0;
+  if (std::sscanf(text, "%lld %lld", &total_pages, &resident_pages) != 2) return -1;
   return resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 

@@ -176,6 +176,7 @@ class Nanny::Impl {
   bool enqueue(Record record);
   int32_t watched_index(const char* name);
   int64_t location_id_for(const SourceLocation& location);
+  int64_t location_id_for_frame(const SourceLocation* frame);
   SourceLocation location_of(int64_t location_id) const;
   void raise(const Finding& finding, Phase phase, const std::string& op, const std::string& name,
              int64_t location_id, int64_t seq);
@@ -222,11 +223,16 @@ class Nanny::Impl {
   mutable std::mutex mutex_;  // guards everything below: callbacks may run on several threads
   std::unique_ptr<SourceLocator> locator_;
   std::map<std::tuple<std::string, int, std::string>, int64_t> location_ids_;
+  // By the locator's location object of a frame: stable for the locator's life, and looked up
+  // for every observed forward op without building a key of three strings.
+  std::unordered_map<const SourceLocation*, int64_t> location_ids_by_frame_;
   std::vector<SourceLocation> locations_{SourceLocation{}};  // index 0: unknown
   std::unordered_map<uint64_t, int64_t> forward_sites_;      // (thread, seqNr) -> location
   std::vector<Alert> alerts_;
   std::set<std::tuple<AlertType, int64_t, std::string>> announced_;
-  std::map<std::pair<std::string, std::string>, RobustBaseline> baselines_;
+  // Adaptive baselines: max |x| per (watched op, location), gradient norm per parameter.
+  std::unordered_map<uint64_t, RobustBaseline> max_abs_baselines_;
+  std::unordered_map<std::string, RobustBaseline> gradient_norm_baselines_;
   std::vector<at::Tensor> weights_before_;
   // Gradients are taken from autograd hooks on the parameters, as backward produced them: still
   // multiplied by the loss scale (and not yet unscaled in place by a hand-rolled scaler), which
@@ -639,6 +645,15 @@ int64_t Nanny::Impl::location_id_for(const SourceLocation& location) {
   return id;
 }
 
+int64_t Nanny::Impl::location_id_for_frame(const SourceLocation* frame) {
+  if (!frame) return 0;
+  const auto found = location_ids_by_frame_.find(frame);
+  if (found != location_ids_by_frame_.end()) return found->second;
+  const int64_t id = location_id_for(*frame);
+  location_ids_by_frame_.emplace(frame, id);
+  return id;
+}
+
 SourceLocation Nanny::Impl::location_of(int64_t location_id) const {
   return location_id > 0 && location_id < static_cast<int64_t>(locations_.size()) ? locations_[location_id]
                                                                                     : SourceLocation{};
@@ -692,8 +707,7 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
     context->location_id = site == forward_sites_.end() ? 0 : site->second;
   } else {
     if (context->outermost) {
-      const auto location = locator_ ? locator_->locate_caller() : std::nullopt;
-      t_forward_location = location ? location_id_for(*location) : 0;
+      t_forward_location = locator_ ? location_id_for_frame(locator_->locate_caller()) : 0;
     }
     context->location_id = t_forward_location;
     if (fn.seqNr() >= 0) {
@@ -710,7 +724,7 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
     // A site whose check names no op (a backward() call without loss scaling) is judged by the
     // backward pass it starts: on the CPU the engine runs on the calling thread, so the user
     // frame above a backward op is that call's line.
-    if (const auto caller = locator_ ? locator_->locate_caller() : std::nullopt) {
+    if (const SourceLocation* caller = locator_ ? locator_->locate_caller() : nullptr) {
       if (const auto site = verifier_->match(caller->file, caller->line, watched_names_[op_index])) {
         context->site = static_cast<int64_t>(*site);
       }
@@ -799,9 +813,8 @@ void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
   std::lock_guard<std::mutex> lock(mutex_);
   const int64_t seq = seq_++;
   if (op.phase == Phase::Forward) {
-    auto& baseline = baselines_.try_emplace({"max_abs:" + op_name, std::to_string(op.location_id)},
-                                            options_.thresholds)
-                         .first->second;
+    const uint64_t site_key = static_cast<uint64_t>(op.op_index) << 40 ^ static_cast<uint64_t>(op.location_id);
+    auto& baseline = max_abs_baselines_.try_emplace(site_key, options_.thresholds).first->second;
     const bool fixed_fired = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
       return f.type == AlertType::Overflow || f.type == AlertType::OverflowRisk;
     });
@@ -978,7 +991,7 @@ void Nanny::Impl::observe_parameters() {
     std::optional<double> update_ratio;
     if (weight_index < weights_before_.size() && weights_before_[weight_index].sizes() == weight.sizes()) {
       const double weight_norm = weight_stats.norm();
-      const double update_norm = weight.dist(weights_before_[weight_index]).item<double>();
+      const double update_norm = l2_distance(weight, weights_before_[weight_index]);
       if (update_norm > 0.0 && weight_norm > 0.0) update_ratio = update_norm / weight_norm;
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -1012,7 +1025,7 @@ void Nanny::Impl::observe_parameters() {
     }
     const double unscaled_norm = gradient_stats.norm() / scale;
     std::optional<Finding> finding = check_gradient_norm(unscaled_norm, options_.thresholds);
-    auto& baseline = baselines_.try_emplace({"grad_norm", name}, options_.thresholds).first->second;
+    auto& baseline = gradient_norm_baselines_.try_emplace(name, options_.thresholds).first->second;
     if (!finding) {
       if (const auto bound = baseline.upper_bound(); bound && unscaled_norm > *bound) {
         finding = Finding{AlertType::GradExplosion, Severity::Error, unscaled_norm, *bound,

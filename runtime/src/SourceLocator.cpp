@@ -4,7 +4,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
-#include <execinfo.h>
+#include <unwind.h>
 #include <unistd.h>
 
 #include <array>
@@ -76,9 +76,8 @@ bool SourceLocator::is_library_module(const std::string& path) {
 }
 
 SourceLocator::SourceLocator() {
-  // The first backtrace() loads libgcc_s; do it here rather than inside an op callback.
-  void* warm_up[2];
-  backtrace(warm_up, 2);
+  // The first unwind sets up the unwinder's caches; do it here rather than inside an op callback.
+  _Unwind_Backtrace([](struct _Unwind_Context*, void*) { return _URC_END_OF_STACK; }, nullptr);
   dwfl_ = dwfl_begin(&kProcessCallbacks);
 }
 
@@ -86,18 +85,31 @@ SourceLocator::~SourceLocator() {
   if (dwfl_) dwfl_end(dwfl_);
 }
 
-std::optional<SourceLocation> SourceLocator::locate_caller() {
+const SourceLocation* SourceLocator::locate_caller() {
+  // _Unwind_Backtrace rather than backtrace(): unwinding costs about 0.6 us a frame here, and
+  // the frames below the user's (main, the C library's start-up) need not be unwound at all.
+  struct Walk {
+    SourceLocator* locator;
+    int frames = 0;
+    const SourceLocation* found = nullptr;
+  } walk{this};
   constexpr int kMaxFrames = 64;
-  void* frames[kMaxFrames];
-  const int count = backtrace(frames, kMaxFrames);
   std::lock_guard<std::mutex> lock(mutex_);
-  for (int i = 1; i < count; ++i) {
-    const auto address = reinterpret_cast<uintptr_t>(frames[i]);
-    auto found = cache_.find(address);
-    if (found == cache_.end()) found = cache_.emplace(address, symbolize(address)).first;
-    if (found->second.user) return found->second.location;
-  }
-  return std::nullopt;
+  _Unwind_Backtrace(
+      [](struct _Unwind_Context* context, void* argument) -> _Unwind_Reason_Code {
+        auto& walk = *static_cast<Walk*>(argument);
+        if (walk.frames++ == 0) return _URC_NO_REASON;  // this function
+        if (walk.frames > kMaxFrames) return _URC_END_OF_STACK;
+        const uintptr_t address = _Unwind_GetIP(context);
+        auto& cache = walk.locator->cache_;
+        auto found = cache.find(address);
+        if (found == cache.end()) found = cache.emplace(address, walk.locator->symbolize(address)).first;
+        if (!found->second.user) return _URC_NO_REASON;
+        walk.found = &found->second.location;
+        return _URC_END_OF_STACK;
+      },
+      &walk);
+  return walk.found;
 }
 
 std::optional<SourceLocation> SourceLocator::user_frame_at(uintptr_t return_address) {

@@ -23,9 +23,11 @@ class SourceLocator {
   SourceLocator(const SourceLocator&) = delete;
   SourceLocator& operator=(const SourceLocator&) = delete;
 
-  /// The first frame of the calling thread's stack that belongs to the user's code, or nullopt
-  /// when no frame does (or symbolization is unavailable). Thread-safe.
-  std::optional<SourceLocation> locate_caller();
+  /// The first frame of the calling thread's stack that belongs to the user's code, or null
+  /// when no frame does (or symbolization is unavailable). The stack is unwound only down to
+  /// that frame. The location stays valid, and the same object for the same frame, for the
+  /// locator's life, so callers may key their own caches on its address. Thread-safe.
+  const SourceLocation* locate_caller();
 
   /// The user frame for one return address, if it is one (exposed for tests).
   std::optional<SourceLocation> user_frame_at(uintptr_t return_address);

@@ -115,7 +115,21 @@ struct PairCounters {
   uint16_t bins[kPairCopies][kPairBins + 1 + 32] = {};
 };
 
+/// The per-element counters of the float path. They are left all zero after every fold, so one
+/// set per thread serves every call on that thread without being cleared again (a kernel call on
+/// a small tensor would otherwise spend most of its time zeroing and folding them).
+struct CountingBins {
+  uint32_t class_bins[kClassCopies][64] = {};
+  uint32_t field_bins[kFieldCopies][256 + 16] = {};  // padded: copies in different L1 banks
+  std::unique_ptr<PairCounters> pairs;                // made on the first long chunk
+};
+
 struct ChunkCounts {
+  explicit ChunkCounts(CountingBins& bins, bool count_pairs) : bins(bins), count_pairs(count_pairs) {
+    if (count_pairs && !bins.pairs) bins.pairs = std::make_unique<PairCounters>();
+  }
+  CountingBins& bins;
+  const bool count_pairs;
   // Counted directly: by the general path, and the fast path's compare lanes.
   int64_t nan_count = 0, inf_count = 0, zero_count = 0;
   int64_t fp16_overflow = 0, fp16_subnormal = 0, fp16_flush = 0;
@@ -128,46 +142,50 @@ struct ChunkCounts {
   int32_t min_nonzero_bits = kInfinityBits;    // float path
   double max_abs_double = 0;                   // double path
   double min_abs_nonzero_double = std::numeric_limits<double>::infinity();
-  // Float path: the fast path's class (or class pair) counts and the general path's
-  // exponent-field counts, folded into class_totals and field_totals every kFoldEvery elements.
-  std::unique_ptr<PairCounters> pairs;  // set for chunks of kPairCountingMinimum or more
-  uint32_t class_bins[kClassCopies][64] = {};
-  uint32_t field_bins[kFieldCopies][256 + 16] = {};
+  // Float path: elements counted in `bins` since the last fold, the fast path's classes and the
+  // histogram (the general path's exponent fields are folded straight into it).
   int64_t unfolded = 0;
   int64_t class_totals[kClasses] = {};
-  int64_t field_totals[256] = {};
   int64_t histogram[kHistogramBuckets] = {};
 
   void fold() {
-    if (pairs) {
+    if (count_pairs) {
+      auto& pair_bins = bins.pairs->bins;
       uint32_t pair_counts[kPairBins + 1] = {};
-      for (const auto& copy : pairs->bins) {
+      for (const auto& copy : pair_bins) {
         for (int pair = 0; pair <= kPairBins; ++pair) pair_counts[pair] += copy[pair];
       }
       for (int pair = 0; pair <= kPairBins; ++pair) {
         class_totals[pair >> kClassBits] += pair_counts[pair];
         class_totals[pair & ((1 << kClassBits) - 1)] += pair_counts[pair];
       }
-      std::memset(pairs->bins, 0, sizeof pairs->bins);
+      std::memset(pair_bins, 0, sizeof pair_bins);
     }
     for (int c = 0; c < kClasses; ++c) {
-      for (const auto& copy : class_bins) class_totals[c] += copy[c];
+      for (auto& copy : bins.class_bins) {
+        class_totals[c] += copy[c];
+        copy[c] = 0;
+      }
     }
-    for (int field = 0; field < 256; ++field) {
-      for (const auto& copy : field_bins) field_totals[field] += copy[field];
+    // Only the fields the general path can have counted: from the smallest magnitude seen so
+    // far (0 if it met zeros or fp32 subnormals) to the largest (255 if it met NaN or Inf).
+    const int lowest = (zero_count + bf16_subnormal + bf16_flush > 0) ? 0 : (min_nonzero_bits >> 23);
+    const int highest = (nan_count + inf_count > 0) ? 255 : std::min(max_bits >> 23, 254);
+    for (int field = lowest; field <= highest; ++field) {
+      for (auto& copy : bins.field_bins) {
+        histogram[histogram_bucket_of_exponent_field(field)] += copy[field];
+        copy[field] = 0;
+      }
     }
-    std::memset(class_bins, 0, sizeof class_bins);
-    std::memset(field_bins, 0, sizeof field_bins);
     unfolded = 0;
   }
 
-  /// After the last fold: the histogram, from the fast path's classes and the general path's
-  /// exponent fields (less the general path's zeros and NaNs, fields 0 and 255, which are not
-  /// magnitudes it shows); then the fast path's zero and fp16 subnormal and flush counts, from
-  /// its classes.
+  /// After the last fold: the histogram's share from the fast path's classes, less the general
+  /// path's zeros and NaNs (fields 0 and 255 of its exponent count, which are not magnitudes the
+  /// histogram shows); then the fast path's zero and fp16 subnormal and flush counts, from its
+  /// classes.
   void finish_float_counts() {
-    for (int b = 0; b < kHistogramBuckets; ++b) histogram[b] = class_totals[b + 1];
-    for (int field = 0; field < 256; ++field) histogram[histogram_bucket_of_exponent_field(field)] += field_totals[field];
+    for (int b = 0; b < kHistogramBuckets; ++b) histogram[b] += class_totals[b + 1];
     histogram[histogram_bucket_of_exponent_field(0)] -= zero_count;
     histogram[histogram_bucket_of_exponent_field(255)] -= nan_count;
 
@@ -240,7 +258,7 @@ __attribute__((always_inline)) inline void scan_general_block(const float* value
     sum += finite_value;
     sum_squares += finite_value * finite_value;
   }
-  count_values(fields, count, counts.field_bins);
+  count_values(fields, count, counts.bins.field_bins);
   counts.unfolded += count;
   counts.nan_count += nan;
   counts.inf_count += inf;
@@ -259,7 +277,7 @@ __attribute__((always_inline)) inline void scan_general_block(const float* value
 
 /// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats of a block.
 /// Returns false, having changed nothing, when the block holds a value it does not handle.
-/// CountPairs: count classes in pairs (counts.pairs is set), else one by one.
+/// CountPairs: count classes in pairs (counts.count_pairs), else one by one.
 template <bool CountPairs>
 __attribute__((always_inline)) inline bool scan_ordinary_block(const float* values, int64_t count,
                                                                ChunkCounts& counts) {
@@ -316,9 +334,9 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
   if (block_max >= kOrdinaryMaxBits || (has_nonzero && block_min < kOrdinaryMinBits)) return false;
 
   if constexpr (CountPairs) {
-    count_pairs(pair_indices, count / 2, *counts.pairs);
+    count_pairs(pair_indices, count / 2, *counts.bins.pairs);
   } else {
-    count_values(class_bytes, count, counts.class_bins);
+    count_values(class_bytes, count, counts.bins.class_bins);
   }
   counts.unfolded += count;
   Float64x16 block_sum{}, block_sum_squares{};
@@ -344,7 +362,7 @@ __attribute__((always_inline)) inline void scan_float_block(const float* values,
                                                             ChunkCounts& counts) {
   const int64_t vectorized = count - count % kStep;
   int64_t done = 0;
-  if (vectorized > 0 && (counts.pairs ? scan_ordinary_block<true>(values, vectorized, counts)
+  if (vectorized > 0 && (counts.count_pairs ? scan_ordinary_block<true>(values, vectorized, counts)
                                       : scan_ordinary_block<false>(values, vectorized, counts))) {
     done = vectorized;
   }
@@ -509,6 +527,11 @@ struct RowLayout {
 };
 
 RowLayout make_row_layout(const at::Tensor& tensor) {
+  if (tensor.is_contiguous()) {
+    RowLayout layout;
+    layout.row_length = tensor.numel();
+    return layout;
+  }
   // The statistics do not depend on the order elements are read in, so dimensions are walked
   // in memory order (largest stride outermost, broadcast stride-0 dimensions outside all), which
   // makes a transposed or permuted tensor a contiguous read; then adjacent dimensions that are
@@ -549,6 +572,35 @@ RowLayout make_row_layout(const at::Tensor& tensor) {
   return layout;
 }
 
+/// The calling thread's CountingBins, or fresh ones if that thread is already using its own.
+class BorrowedBins {
+ public:
+  BorrowedBins() {
+    thread_local std::unique_ptr<CountingBins> t_bins;
+    thread_local bool t_in_use = false;
+    if (!t_in_use) {
+      if (!t_bins) t_bins = std::make_unique<CountingBins>();
+      in_use_ = &t_in_use;
+      t_in_use = true;
+      bins_ = t_bins.get();
+    } else {
+      own_ = std::make_unique<CountingBins>();
+      bins_ = own_.get();
+    }
+  }
+  ~BorrowedBins() {
+    if (in_use_) *in_use_ = false;
+  }
+  BorrowedBins(const BorrowedBins&) = delete;
+  BorrowedBins& operator=(const BorrowedBins&) = delete;
+  CountingBins& operator*() const { return *bins_; }
+
+ private:
+  CountingBins* bins_ = nullptr;
+  bool* in_use_ = nullptr;
+  std::unique_ptr<CountingBins> own_;
+};
+
 template <typename Scalar>
 TensorStats stats_of(const at::Tensor& tensor) {
   constexpr bool kIsDouble = std::is_same_v<Scalar, double>;
@@ -563,28 +615,28 @@ TensorStats stats_of(const at::Tensor& tensor) {
   // parallelize; each task walks its own slice of rows and merges one partial at its end.
   constexpr int64_t kGrain = 1 << 15;
   at::parallel_for(0, total, kGrain, [&](int64_t begin, int64_t end) {
-    auto counts = std::make_unique<ChunkCounts>();  // 8 KiB of bins: not on the stack
-    if (end - begin >= kPairCountingMinimum) counts->pairs = std::make_unique<PairCounters>();
+    const BorrowedBins borrowed;
+    ChunkCounts counts(*borrowed, end - begin >= kPairCountingMinimum);
     int64_t index = begin;
     while (index < end) {
       const int64_t row = index / layout.row_length;
       const int64_t column = index % layout.row_length;
-      const int64_t row_end = std::min({end, (row + 1) * layout.row_length, index + kFoldEvery - counts->unfolded});
+      const int64_t row_end = std::min({end, (row + 1) * layout.row_length, index + kFoldEvery - counts.unfolded});
       const Scalar* start = base + layout.row_offset(row) + column * layout.inner_stride;
       if constexpr (kIsDouble) {
-        scan_double_run(start, layout.inner_stride, row_end - index, *counts);
+        scan_double_run(start, layout.inner_stride, row_end - index, counts);
       } else {
-        run_scanner<Scalar>(start, layout.inner_stride, row_end - index, *counts);
-        if (counts->unfolded >= kFoldEvery) counts->fold();
+        run_scanner<Scalar>(start, layout.inner_stride, row_end - index, counts);
+        if (counts.unfolded >= kFoldEvery) counts.fold();
       }
       index = row_end;
     }
     if (!kIsDouble) {
-      counts->fold();
-      counts->finish_float_counts();
+      counts.fold();
+      counts.finish_float_counts();
     }
     TensorStats partial;
-    store(*counts, kIsDouble, end - begin, partial);
+    store(counts, kIsDouble, end - begin, partial);
     std::lock_guard<std::mutex> lock(merge_mutex);
     result.merge(partial);
   });
@@ -593,6 +645,54 @@ TensorStats stats_of(const at::Tensor& tensor) {
 }
 
 }  // namespace
+
+namespace {
+
+template <typename Scalar>
+double l2_distance_of(const Scalar* a, const Scalar* b, int64_t count) {
+  double sum_squares = 0;
+#pragma omp simd reduction(+ : sum_squares)
+  for (int64_t i = 0; i < count; ++i) {
+    const double difference = static_cast<double>(static_cast<float>(a[i])) - static_cast<double>(static_cast<float>(b[i]));
+    sum_squares += difference * difference;
+  }
+  return std::sqrt(sum_squares);
+}
+
+template <>
+double l2_distance_of<double>(const double* a, const double* b, int64_t count) {
+  double sum_squares = 0;
+#pragma omp simd reduction(+ : sum_squares)
+  for (int64_t i = 0; i < count; ++i) sum_squares += (a[i] - b[i]) * (a[i] - b[i]);
+  return std::sqrt(sum_squares);
+}
+
+}  // namespace
+
+double l2_distance(const at::Tensor& a, const at::Tensor& b) noexcept {
+  try {
+    at::RecordFunctionGuard no_observation(false);
+    const bool direct = a.device().is_cpu() && b.device().is_cpu() && a.scalar_type() == b.scalar_type() &&
+                        a.sizes() == b.sizes() && a.is_contiguous() && b.is_contiguous();
+    if (direct) {
+      switch (a.scalar_type()) {
+        case at::kFloat:
+          return l2_distance_of(a.data_ptr<float>(), b.data_ptr<float>(), a.numel());
+        case at::kDouble:
+          return l2_distance_of(a.data_ptr<double>(), b.data_ptr<double>(), a.numel());
+        case at::kHalf:
+          return l2_distance_of(a.data_ptr<c10::Half>(), b.data_ptr<c10::Half>(), a.numel());
+        case at::kBFloat16:
+          return l2_distance_of(a.data_ptr<c10::BFloat16>(), b.data_ptr<c10::BFloat16>(), a.numel());
+        default:
+          break;
+      }
+    }
+    return a.dist(b).item<double>();
+  } catch (...) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+}
 
 bool is_observable_tensor(const at::Tensor& tensor) noexcept {
   if (!tensor.defined()) return false;

@@ -2,9 +2,11 @@
 // rules, adaptive baseline, loss-scale monitor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "mpnanny/Checker.h"
 #include "mpnanny/ElementClass.h"
@@ -190,6 +192,36 @@ TEST(RobustBaseline, FlagsOnlyAfterWarmUpAndBeyondKDeviations) {
   ASSERT_TRUE(bound);
   EXPECT_GT(*bound, 1.4);  // the observed spread is not an outlier
   EXPECT_LT(*bound, 10.0);  // a 10x jump is
+}
+
+// The bound against median and MAD computed from scratch over the last `window` values, as the
+// window slides over values with ties and outliers.
+TEST(RobustBaseline, BoundIsMedianPlusKMadsOfTheWindow) {
+  AlertThresholds thresholds;
+  thresholds.adaptive_warmup = 5;
+  thresholds.adaptive_window = 37;
+  thresholds.adaptive_min_deviation_log2 = 0.0;
+  RobustBaseline baseline(thresholds);
+  std::vector<double> seen;
+  uint32_t state = 12345;
+  for (int i = 0; i < 400; ++i) {
+    state = state * 1664525u + 1013904223u;
+    const int pick = static_cast<int>(state >> 24);
+    const double value = pick % 7 == 0 ? 1024.0 : std::exp2((pick % 23) / 4.0);  // ties and jumps
+    baseline.add(value);
+    seen.push_back(std::log2(value));
+    if (i + 1 < thresholds.adaptive_warmup) continue;
+    std::vector<double> window(seen.end() - std::min<size_t>(seen.size(), thresholds.adaptive_window), seen.end());
+    const size_t middle = window.size() / 2;
+    std::nth_element(window.begin(), window.begin() + middle, window.end());
+    const double median = window[middle];
+    for (double& x : window) x = std::fabs(x - median);
+    std::nth_element(window.begin(), window.begin() + middle, window.end());
+    const double expected = std::exp2(median + thresholds.adaptive_k * (1.4826 * window[middle]));
+    const auto bound = baseline.upper_bound();
+    ASSERT_TRUE(bound) << "after " << i + 1;
+    ASSERT_DOUBLE_EQ(*bound, expected) << "after " << i + 1;
+  }
 }
 
 TEST(RobustBaseline, ConstantMetricUsesTheMinimumDeviation) {

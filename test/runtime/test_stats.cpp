@@ -182,6 +182,35 @@ TEST(TensorStats, EdgeValuesInsideLongBlocksAgree) {
   expect_same_stats(binades, "one value per binade");
 }
 
+// Each thread keeps its counters between calls and leaves them zero after each one: a call that
+// left a count behind would show in the calls after it.
+TEST(TensorStats, CallsInARowOnOneThreadDoNotLeakCounts) {
+  at::manual_seed(5);
+  const std::vector<at::Tensor> tensors = {
+      crafted_values(at::kFloat),     at::randn({70000}) * 1e3,           crafted_values(at::kHalf),
+      at::randn({5000}).abs() + 1e-3, crafted_values(at::kBFloat16),      at::zeros({300}),
+      at::randn({64, 33}).t(),        at::full({129}, std::nanf("")),
+  };
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < tensors.size(); ++i) expect_same_stats(tensors[i], "tensor " + std::to_string(i));
+  }
+}
+
+TEST(L2Distance, AgreesWithATenInEveryDtypeAndLayout) {
+  at::manual_seed(6);
+  const at::Tensor before = at::randn({37, 129}) * 10;
+  const at::Tensor after = before + at::randn({37, 129}) * 0.01;
+  for (const auto type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    const at::Tensor a = after.to(type), b = before.to(type);
+    const double expected = a.to(at::kDouble).dist(b.to(at::kDouble)).item<double>();
+    EXPECT_NEAR(l2_distance(a, b), expected, 1e-9 * expected) << c10::toString(type);
+    // Strided tensors go through ATen's dist (which adds half and bfloat16 in their own precision).
+    EXPECT_DOUBLE_EQ(l2_distance(a.t(), b.t()), a.t().dist(b.t()).item<double>()) << c10::toString(type);
+  }
+  EXPECT_EQ(l2_distance(before, before), 0.0);
+  EXPECT_TRUE(std::isnan(l2_distance(before, at::randn({3}))));  // shapes that do not broadcast
+}
+
 TEST(TensorStats, UnsupportedAndEmptyTensorsGiveEmptyStats) {
   EXPECT_EQ(compute_tensor_stats(at::Tensor()).numel, 0);
   EXPECT_EQ(compute_tensor_stats(at::ones({4}, at::kLong)).numel, 0);

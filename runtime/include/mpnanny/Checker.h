@@ -76,6 +76,8 @@ std::optional<Finding> check_swamping(const TensorStats& input, double largest_r
 std::optional<Finding> check_gradient_norm(double unscaled_norm, const AlertThresholds& thresholds);
 
 /// Robust baseline of one metric at one site: median and MAD of log2 values over a window.
+/// The window is also kept sorted, so that the bound, asked for on every observation, costs a
+/// walk over half the window rather than a copy and two selections of all of it.
 class RobustBaseline {
  public:
   explicit RobustBaseline(const AlertThresholds& thresholds) : thresholds_(thresholds) {}
@@ -87,7 +89,8 @@ class RobustBaseline {
 
  private:
   AlertThresholds thresholds_;
-  std::deque<double> log2_values_;
+  std::deque<double> log2_values_;   // in arrival order, for the window
+  std::vector<double> sorted_log2_;  // the same values, ascending
   int64_t observations_ = 0;
 };
 

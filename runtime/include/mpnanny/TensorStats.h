@@ -51,6 +51,11 @@ struct TensorStats {
 /// kernel belongs to runtime/cuda/. Never throws: an unexpected error yields an empty result.
 TensorStats compute_tensor_stats(const at::Tensor& tensor) noexcept;
 
+/// ||a - b||_2 (in double) of two tensors of one shape, such as a weight before and after an
+/// optimizer step: one pass and no temporary for contiguous CPU tensors of one floating dtype,
+/// ATen's dist otherwise. Never throws: NaN when the tensors cannot be compared.
+double l2_distance(const at::Tensor& a, const at::Tensor& b) noexcept;
+
 /// True for the dtypes compute_tensor_stats reads.
 bool is_observable_tensor(const at::Tensor& tensor) noexcept;
 
