@@ -68,10 +68,11 @@ namespace {
 //     most 32 values per block; the block's lanes are then added in double. The range bounds
 //     keep every square a normal float and every lane's sum far below float's max, so the
 //     relative error stays below 2e-6;
-//   - each element's class: 0 for zero, else 1 + its histogram bucket. Two elements' classes make
-//     one pair index (class << 6 | class), and a scalar loop over the block's pair indices, still
-//     in L1, counts pairs: one increment per two elements, in four copies so that runs of equal
-//     pairs do not wait on each other's stores.
+//   - each element's class: 0 for zero, else 1 + its histogram bucket, counted by a scalar loop
+//     over the block, still in L1. In chunks of kPairCountingMinimum elements or more, two
+//     elements' classes make one pair index (class << 6 | class) and the loop counts pairs: one
+//     increment per two elements, in four copies so that runs of equal pairs do not wait on each
+//     other's stores; shorter chunks count classes one by one, in eight copies.
 // The fast path's other counts follow from the classes (finish_float_counts): zeros are class
 // 0, values at or above fp16's smallest normal (2^-14) are classes 12 and up, and bf16, NaN and
 // Inf counts are 0.
