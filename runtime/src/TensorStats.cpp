@@ -156,9 +156,12 @@ struct ChunkCounts {
       for (const auto& copy : pair_bins) {
         for (int pair = 0; pair <= kPairBins; ++pair) pair_counts[pair] += copy[pair];
       }
-      for (int pair = 0; pair <= kPairBins; ++pair) {
-        class_totals[pair >> kClassBits] += pair_counts[pair];
-        class_totals[pair & ((1 << kClassBits) - 1)] += pair_counts[pair];
+      for (int first = 0; first < kClasses; ++first) {
+        for (int second = 0; second < kClasses; ++second) {
+          const uint32_t count = pair_counts[first << kClassBits | second];
+          class_totals[first] += count;
+          class_totals[second] += count;
+        }
       }
       std::memset(pair_bins, 0, sizeof pair_bins);
     }
