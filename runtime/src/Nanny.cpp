@@ -175,8 +175,7 @@ class Nanny::Impl {
   void switch_off(const std::string& why);
   bool enqueue(Record record);
   int32_t watched_index(const char* name);
-  int64_t location_id_for(const SourceLocation& location);
-  int64_t location_id_for_frame(const SourceLocation* frame);
+  int64_t location_id_for(const SourceLocation* frame);
   SourceLocation location_of(int64_t location_id) const;
   void raise(const Finding& finding, Phase phase, const std::string& op, const std::string& name,
              int64_t location_id, int64_t seq);
@@ -634,24 +633,21 @@ int32_t Nanny::Impl::watched_index(const char* name) {
   return index;
 }
 
-int64_t Nanny::Impl::location_id_for(const SourceLocation& location) {
-  const auto key = std::make_tuple(location.file, location.line, location.function);
-  const auto found = location_ids_.find(key);
-  if (found != location_ids_.end()) return found->second;
-  const auto id = static_cast<int64_t>(locations_.size());
-  locations_.push_back(location);
-  location_ids_.emplace(key, id);
-  enqueue(LocationRecord{id, location});
-  return id;
-}
-
-int64_t Nanny::Impl::location_id_for_frame(const SourceLocation* frame) {
+int64_t Nanny::Impl::location_id_for(const SourceLocation* frame) {
   if (!frame) return 0;
-  const auto found = location_ids_by_frame_.find(frame);
-  if (found != location_ids_by_frame_.end()) return found->second;
-  const int64_t id = location_id_for(*frame);
-  location_ids_by_frame_.emplace(frame, id);
-  return id;
+  const auto by_frame = location_ids_by_frame_.find(frame);
+  if (by_frame != location_ids_by_frame_.end()) return by_frame->second;
+  // Frames at different addresses may name one line: they share its id.
+  const auto key = std::make_tuple(frame->file, frame->line, frame->function);
+  auto by_line = location_ids_.find(key);
+  if (by_line == location_ids_.end()) {
+    const auto id = static_cast<int64_t>(locations_.size());
+    locations_.push_back(*frame);
+    by_line = location_ids_.emplace(key, id).first;
+    enqueue(LocationRecord{id, *frame});
+  }
+  location_ids_by_frame_.emplace(frame, by_line->second);
+  return by_line->second;
 }
 
 SourceLocation Nanny::Impl::location_of(int64_t location_id) const {
@@ -707,7 +703,7 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
     context->location_id = site == forward_sites_.end() ? 0 : site->second;
   } else {
     if (context->outermost) {
-      t_forward_location = locator_ ? location_id_for_frame(locator_->locate_caller()) : 0;
+      t_forward_location = locator_ ? location_id_for(locator_->locate_caller()) : 0;
     }
     context->location_id = t_forward_location;
     if (fn.seqNr() >= 0) {

@@ -112,13 +112,6 @@ const SourceLocation* SourceLocator::locate_caller() {
   return walk.found;
 }
 
-std::optional<SourceLocation> SourceLocator::user_frame_at(uintptr_t return_address) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  Verdict verdict = symbolize(return_address);
-  if (!verdict.user) return std::nullopt;
-  return verdict.location;
-}
-
 SourceLocator::Verdict SourceLocator::symbolize(uintptr_t return_address) {
   Verdict verdict;
   if (!dwfl_ || return_address == 0) return verdict;

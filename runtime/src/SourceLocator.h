@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,9 +27,6 @@ class SourceLocator {
   /// that frame. The location stays valid, and the same object for the same frame, for the
   /// locator's life, so callers may key their own caches on its address. Thread-safe.
   const SourceLocation* locate_caller();
-
-  /// The user frame for one return address, if it is one (exposed for tests).
-  std::optional<SourceLocation> user_frame_at(uintptr_t return_address);
 
   /// True for source files that belong to LibTorch, the C++ library or the runtime's headers.
   static bool is_library_source(const std::string& file);

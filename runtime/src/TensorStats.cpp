@@ -228,8 +228,7 @@ __attribute__((always_inline)) inline void scan_general_block(const float* value
   int32_t max_bits = counts.max_bits, min_bits = counts.min_nonzero_bits;
   double sum = 0, sum_squares = 0;
   alignas(64) uint8_t fields[kBlock];
-  // The pragma (honoured with -fopenmp-simd, no OpenMP runtime) allows the double sums to be
-  // reassociated across lanes.
+  // The pragma allows the double sums to be reassociated across lanes.
 #pragma omp simd reduction(+ : nan, inf, zero, h_over, h_sub, h_flush, b_over, b_sub, b_flush, sum, sum_squares) \
     reduction(max : max_bits) reduction(min : min_bits)
   for (int64_t i = 0; i < count; ++i) {
@@ -417,8 +416,9 @@ __attribute__((target("avx2,fma,f16c"))) void scan_run_avx2(const Scalar* source
   scan_run(source, stride, count, counts);
 }
 
-// AVX-512 (still 256-bit vectors by GCC's default preference) brings 32 vector registers, which
-// hold all of the classification's counters without spilling, and mask registers for the compares.
+// AVX-512: the fast path's 16-lane vectors fill one register each, and the general path (256-bit
+// vectors by GCC's default preference) gets 32 registers, which hold all of its counters without
+// spilling, and mask registers for the compares.
 template <typename Scalar>
 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c"))) void scan_run_avx512(
     const Scalar* source, int64_t stride, int64_t count, ChunkCounts& counts) {
@@ -620,7 +620,7 @@ TensorStats stats_of(const at::Tensor& tensor) {
   constexpr int64_t kGrain = 1 << 15;
   at::parallel_for(0, total, kGrain, [&](int64_t begin, int64_t end) {
     const BorrowedBins borrowed;
-    ChunkCounts counts(*borrowed, end - begin >= kPairCountingMinimum);
+    ChunkCounts counts(*borrowed, !kIsDouble && end - begin >= kPairCountingMinimum);
     int64_t index = begin;
     while (index < end) {
       const int64_t row = index / layout.row_length;
