@@ -7,7 +7,7 @@ packages=(
   clang-16 clang-tidy-16 libclang-16-dev llvm-16-dev llvm-16-tools
   libclang-rt-16-dev
   libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libtorch-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libdw-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libdw-dev libunwind-dev
   cmake ninja-build g++ python3 python3-yaml python3-jsonschema
 )
 # Extra groups a caller can ask for: `bootstrap.sh browser` adds what the report tests need.
