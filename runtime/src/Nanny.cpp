@@ -6,9 +6,14 @@
 
 #include "mpnanny/Nanny.h"
 
+#include <ATen/SequenceNumber.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/version.h>
 #include <unistd.h>
 
@@ -78,31 +83,36 @@ std::optional<std::string> env(const char* name) {
   return std::string(value);
 }
 
-/// What an observed op's start callback hands to its end callback.
+/// A watched op as observed: by its start and end callbacks in the forward pass, and by the post
+/// hooks on its autograd nodes in the backward pass.
 struct ObservedOp : at::ObserverContext {
-  bool backward_node = false;
   bool outermost = false;
   Phase phase = Phase::Forward;
   int32_t op_index = -1;
   int64_t location_id = 0;
   int64_t site = -1;  // index in the SiteVerifier, when the op belongs to a verified site
+  uint64_t first_sequence_nr = 0;
+  bool hid_inner_ops = false;  // switched RecordFunction off on this thread until its end
   std::vector<at::Tensor> inputs;
 };
+
+/// Only the outermost watched op is observed, yet every op inside it (the select and as_strided
+/// calls of bmm's CPU kernel: most of a forward pass's ops) would pay for a RecordFunction while
+/// the callback is on. RecordFunction is switched off on this thread for the op's duration, and
+/// back on by its end callback, which LibTorch runs however the op ends. Not while thread-local
+/// callbacks (the profiler's) are registered: they would lose the inner ops.
+void hide_inner_ops(ObservedOp& op) {
+  if (at::hasThreadLocalCallbacks() || !at::isRecordFunctionEnabled()) return;
+  at::enableRecordFunction(false);
+  op.hid_inner_ops = true;
+}
 
 /// What the step counter hands to the end of a backward node: only that it was one.
 struct BackwardNodeMark : at::ObserverContext {};
 
-struct BackwardNode {
-  uint64_t forward_thread;
-  int64_t sequence_number;
-};
-
 // Per thread: how deep we are in watched ops (only the outermost is observed, so linear ->
-// addmm is one observation), which autograd nodes are running, and the site of the watched
-// forward op in progress (inner ops' sequence numbers are mapped to it).
+// addmm is one observation).
 thread_local int t_watched_depth = 0;
-thread_local std::vector<BackwardNode> t_backward_nodes;
-thread_local int64_t t_forward_location = 0;
 thread_local uint64_t t_name_cache_generation = 0;
 thread_local std::unordered_map<const char*, int32_t> t_name_cache;
 
@@ -126,11 +136,13 @@ const SitesFile& sites_file_once(const std::string& path) {
   return found->second;
 }
 
-uint64_t sequence_key(uint64_t thread, int64_t sequence_number) {
-  return (thread << 44) ^ static_cast<uint64_t>(sequence_number);
-}
-
 }  // namespace
+
+/// What the autograd hooks a session installs call back into: emptied when the session closes,
+/// while the hooks may live on in a graph or on a parameter.
+struct HookTarget {
+  std::atomic<Nanny::Impl*> impl{nullptr};
+};
 
 class Nanny::Impl {
  public:
@@ -157,6 +169,10 @@ class Nanny::Impl {
   void start_watch_mode();
   void on_gradient(const std::string& name, const at::Tensor& gradient);
   void on_op_end(const at::RecordFunction& fn, ObservedOp& op);
+  /// A backward node of an observed forward op ran: `gradients` are what it passes on, and
+  /// `to_inputs` those that leave the op (to its inputs, rather than to another of its nodes).
+  void on_backward_gradients(ObservedOp op, const std::vector<uint32_t>& to_inputs,
+                             const std::vector<at::Tensor>& gradients);
   /// Implicit sessions: every op and backward node passes here first (a light callback without
   /// inputs). A step is one backward pass: the first forward op after a backward pass begins the
   /// next step. Returns a context only for backward nodes (so that their end can be counted).
@@ -186,6 +202,9 @@ class Nanny::Impl {
   void observe_loss_scale();
   std::optional<double> read_loss_scale() const;
   bool input_already_bad(const ObservedOp& op) const;
+  void hook_backward_of(const at::Tensor& output, const ObservedOp& op);
+  bool is_watched_parameter(const torch::autograd::Node* node) const;
+  void observe_output(const at::Tensor& output, const ObservedOp& op);
 
   Options options_;
   std::shared_ptr<torch::nn::Module> model_;
@@ -226,7 +245,6 @@ class Nanny::Impl {
   // for every observed forward op without building a key of three strings.
   std::unordered_map<const SourceLocation*, int64_t> location_ids_by_frame_;
   std::vector<SourceLocation> locations_{SourceLocation{}};  // index 0: unknown
-  std::unordered_map<uint64_t, int64_t> forward_sites_;      // (thread, seqNr) -> location
   std::vector<Alert> alerts_;
   std::set<std::tuple<AlertType, int64_t, std::string>> announced_;
   // Adaptive baselines: max |x| per (watched op, location), gradient norm per parameter.
@@ -236,11 +254,9 @@ class Nanny::Impl {
   // Gradients are taken from autograd hooks on the parameters, as backward produced them: still
   // multiplied by the loss scale (and not yet unscaled in place by a hand-rolled scaler), which
   // is why the rules divide by the scale read at the start of the step.
-  struct HookTarget {
-    std::atomic<Impl*> impl{nullptr};
-  };
   std::shared_ptr<HookTarget> hook_target_ = std::make_shared<HookTarget>();
   std::vector<std::pair<at::Tensor, unsigned>> hooks_;
+  std::unordered_set<const c10::TensorImpl*> hooked_parameters_;  // those of hooks_, set before any op runs
   std::unordered_map<std::string, at::Tensor> step_gradients_;  // guarded by mutex_
   size_t gradients_seen_ = 0;
   bool watch_mode_ = false;
@@ -258,6 +274,31 @@ class Nanny::Impl {
 };
 
 namespace {
+
+/// Observes, when a backward node of an observed forward op has run, the gradients it passes to
+/// the op's inputs.
+class BackwardObservation final : public torch::autograd::FunctionPostHook {
+ public:
+  BackwardObservation(std::shared_ptr<HookTarget> target, ObservedOp op, std::vector<uint32_t> to_inputs)
+      : target_(std::move(target)), op_(std::move(op)), to_inputs_(std::move(to_inputs)) {}
+
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& gradients,
+                                            const torch::autograd::variable_list&) override {
+    if (Nanny::Impl* impl = target_->impl.load()) {
+      try {
+        impl->on_backward_gradients(op_, to_inputs_, gradients);
+      } catch (...) {
+        // a hook must never throw into the backward pass it watches
+      }
+    }
+    return gradients;
+  }
+
+ private:
+  std::shared_ptr<HookTarget> target_;
+  ObservedOp op_;
+  std::vector<uint32_t> to_inputs_;
+};
 
 /// The process-wide RecordFunction callback. It is registered once and stays registered
 /// (removing a global callback is only safe when no other thread runs ops); between traced
@@ -295,31 +336,46 @@ class OpObserver {
   }
   void set_tracing(bool on) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (on == tracing_) return;
-    switch_off(handle_);
-    switch_off(handle_without_inputs_);
-    if (on) switch_on(handle_, true);
-    inputs_.store(on, std::memory_order_relaxed);
+    const bool was_paused = paused_for_backward_;
+    paused_for_backward_ = false;
+    if (on == tracing_ && !was_paused) return;
+    if (on) {
+      switch_on(handle_);
+    } else {
+      switch_off(handle_);
+    }
     tracing_ = on;
   }
 
-  /// While a callback that needs inputs is on, the dispatcher boxes the arguments of every op
-  /// (measured on the example model: about +25 % step time, more than the whole observation).
-  /// Only the forward pass uses them (the swamping rule reads a reduction's input, the
-  /// propagation test a bad output's inputs), so a traced step starts with the observer's
-  /// callback that takes inputs and switches, between two ops, to its twin without them at the
-  /// first autograd node; a forward pass after that (gradient accumulation) switches back.
-  void set_inputs(bool wanted) {
-    if (inputs_.load(std::memory_order_relaxed) == wanted) return;
+  /// A global callback makes LibTorch build a RecordFunction for every op on every thread, and the
+  /// backward pass runs most of a step's ops (on the example model, bmm's CPU kernel alone runs
+  /// thousands of select and as_strided ops, two thirds of them in backward nodes). The backward
+  /// pass is observed through post hooks on the autograd nodes of the watched forward ops instead
+  /// (see hook_backward_of), so the callback goes off at the first node of a backward pass, and
+  /// back on when the engine finishes it, for a later forward pass of the same step (gradient
+  /// accumulation) and the next backward pass.
+  void pause_for_backward() {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!tracing_ || inputs_.load(std::memory_order_relaxed) == wanted) return;
-    // Off before on: an op that starts in between is missed, never observed twice.
-    switch_off(wanted ? handle_without_inputs_ : handle_);
-    switch_on(wanted ? handle_ : handle_without_inputs_, wanted);
-    inputs_.store(wanted, std::memory_order_relaxed);
+    if (!tracing_ || paused_for_backward_) return;
+    try {
+      // Throws outside an engine's graph task (a node called by hand): the callback then stays on.
+      torch::autograd::Engine::get_default_engine().queue_callback([] { instance().resume_after_backward(); });
+    } catch (...) {
+      return;
+    }
+    switch_off(handle_);
+    paused_for_backward_ = true;
   }
 
  private:
+  void resume_after_backward() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Not paused any more: the step ended, or began again, while the backward pass ran.
+    if (!tracing_ || !paused_for_backward_) return;
+    paused_for_backward_ = false;
+    switch_on(handle_);
+  }
+
   static std::unique_ptr<at::ObserverContext> on_counter_start(const at::RecordFunction& fn) {
     Nanny::Impl* session = instance().step_counter_session_.load(std::memory_order_acquire);
     if (!session) return nullptr;
@@ -345,10 +401,7 @@ class OpObserver {
   static void on_end(const at::RecordFunction& fn, at::ObserverContext* context) {
     if (!context) return;
     auto& op = *static_cast<ObservedOp*>(context);
-    if (op.backward_node) {
-      if (!t_backward_nodes.empty()) t_backward_nodes.pop_back();
-      return;
-    }
+    if (op.hid_inner_ops) at::enableRecordFunction(true);
     --t_watched_depth;
     if (!op.outermost) return;
     Nanny::Impl* session = instance().session_.load(std::memory_order_acquire);
@@ -359,10 +412,12 @@ class OpObserver {
     }
   }
 
-  static void switch_on(at::CallbackHandle& handle, bool with_inputs) {
+  // Inputs are read in the forward pass only (the swamping rule reads a reduction's input, the
+  // propagation test a bad output's inputs), and the callback is off during backward passes.
+  static void switch_on(at::CallbackHandle& handle) {
     if (handle == at::INVALID_CALLBACK_HANDLE) {
       handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_start, &on_end)
-                                         .needsInputs(with_inputs)
+                                         .needsInputs(true)
                                          .needsOutputs(true)
                                          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
     } else {
@@ -377,9 +432,8 @@ class OpObserver {
   std::atomic<Nanny::Impl*> step_counter_session_{nullptr};
   std::mutex mutex_;
   bool tracing_ = false;
-  std::atomic<bool> inputs_{false};
+  bool paused_for_backward_ = false;
   at::CallbackHandle handle_ = at::INVALID_CALLBACK_HANDLE;
-  at::CallbackHandle handle_without_inputs_ = at::INVALID_CALLBACK_HANDLE;
   at::CallbackHandle counter_handle_ = at::INVALID_CALLBACK_HANDLE;
 };
 
@@ -436,6 +490,7 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, boo
       return;
     }
     locator_ = std::make_unique<SourceLocator>();
+    hook_target_->impl = this;
     install_gradient_hooks();
     if (!OpObserver::instance().attach(this)) {
       std::cerr << "mpnanny: warning: another Nanny is already observing ops; this one records parameters, "
@@ -492,6 +547,7 @@ std::unique_ptr<SiteVerifier> Nanny::Impl::hand_over() {
   active_ = false;
   observing_ = false;
   OpObserver::instance().detach(this);
+  hook_target_->impl = nullptr;
   if (writer_) writer_->close();  // what it recorded before the takeover stays, as its own run
   std::lock_guard<std::mutex> lock(mutex_);
   return std::move(verifier_);
@@ -660,84 +716,49 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
   // a backward pass for the step that follows.
   if (!observing_.load(std::memory_order_acquire)) return nullptr;
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    OpObserver::instance().set_inputs(false);
-    if (!options_.observe_backward) return nullptr;
-    t_backward_nodes.push_back({fn.forwardThreadId(), fn.seqNr()});
-    auto context = std::make_unique<ObservedOp>();
-    context->backward_node = true;
-    return context;
-  }
-  const bool in_backward = !t_backward_nodes.empty();
-  // Outside an autograd node, ops run with grad mode off are the optimizer's update, the engine's
-  // own bookkeeping between nodes (sum_to for broadcast gradients) or evaluation code under
-  // NoGradGuard: not the model's forward pass.
-  if (!in_backward && !c10::GradMode::is_enabled()) return nullptr;
-  const int32_t op_index = watched_index(fn.name());
-  if (op_index < 0) {
-    // An op inside a watched forward op (addmm inside linear) creates the autograd node the
-    // backward pass will report: remember which line it belongs to.
-    if (t_watched_depth > 0 && !in_backward && fn.seqNr() >= 0) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      forward_sites_[sequence_key(at::RecordFunction::currentThreadId(), fn.seqNr())] = t_forward_location;
-    }
+    OpObserver::instance().pause_for_backward();
     return nullptr;
   }
-  if (!in_backward && !fn.needsInputs()) OpObserver::instance().set_inputs(true);  // from the next op on
+  // Ops run with grad mode off are the optimizer's update, the engine's work inside and between
+  // nodes, or evaluation code under NoGradGuard: not the model's forward pass.
+  if (!c10::GradMode::is_enabled()) return nullptr;
+  const int32_t op_index = watched_index(fn.name());
+  if (op_index < 0) return nullptr;
   auto context = std::make_unique<ObservedOp>();
   context->op_index = op_index;
   context->outermost = t_watched_depth == 0;
   ++t_watched_depth;
-  context->phase = in_backward ? Phase::Backward : Phase::Forward;
-  if (in_backward && !context->outermost) return context;
+  if (!context->outermost) return context;
   // On a step observed for the verifier alone, only the sites' ops are located and measured.
   const bool for_sites = verifier_ && site_op_[op_index];
   if (verify_only_ && !for_sites) {
-    if (!in_backward && context->outermost) t_forward_location = 0;  // its inner ops' nodes: no line
     context->outermost = false;  // counted for nesting, not observed
+    hide_inner_ops(*context);
     return context;
   }
+  // The autograd nodes this op creates take the sequence numbers from here on (hook_backward_of).
+  context->first_sequence_nr = at::sequence_number::peek();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (in_backward) {
-    const BackwardNode& node = t_backward_nodes.back();
-    const auto site = forward_sites_.find(sequence_key(node.forward_thread, node.sequence_number));
-    context->location_id = site == forward_sites_.end() ? 0 : site->second;
-  } else {
-    if (context->outermost) {
-      t_forward_location = locator_ ? location_id_for(locator_->locate_caller()) : 0;
-    }
-    context->location_id = t_forward_location;
-    if (fn.seqNr() >= 0) {
-      forward_sites_[sequence_key(at::RecordFunction::currentThreadId(), fn.seqNr())] = t_forward_location;
-    }
-  }
-  if (for_sites && verifier_ && context->outermost && context->location_id > 0) {
+  context->location_id = locator_ ? location_id_for(locator_->locate_caller()) : 0;
+  if (for_sites && verifier_ && context->location_id > 0) {
     const SourceLocation& location = locations_[context->location_id];
     if (const auto site = verifier_->match(location.file, location.line, watched_names_[op_index])) {
       context->site = static_cast<int64_t>(*site);
     }
   }
-  if (for_sites && verifier_ && context->outermost && in_backward && context->site < 0 && opless_sites_) {
-    // A site whose check names no op (a backward() call without loss scaling) is judged by the
-    // backward pass it starts: on the CPU the engine runs on the calling thread, so the user
-    // frame above a backward op is that call's line.
-    if (const SourceLocation* caller = locator_ ? locator_->locate_caller() : nullptr) {
-      if (const auto site = verifier_->match(caller->file, caller->line, watched_names_[op_index])) {
-        context->site = static_cast<int64_t>(*site);
-      }
-    }
-  }
-  if (context->outermost && !verify_only_ && fn.needsInputs()) {
+  if (!verify_only_ && fn.needsInputs()) {
     for (const c10::IValue& input : fn.inputs()) {
       if (input.isTensor() && is_observable_tensor(input.toTensor())) context->inputs.push_back(input.toTensor());
     }
   }
+  hide_inner_ops(*context);  // last: nothing after it may throw, or the ops would stay hidden
   return context;
 }
 
 bool Nanny::Impl::input_already_bad(const ObservedOp& op) const {
-  // Backward ops run without inputs (see OpObserver::set_inputs): the gradient reaching them was
-  // bad if an op before them in this step already produced NaN, Inf or an overflow.
-  if (op.phase == Phase::Backward && op.inputs.empty()) return step_value_error_;
+  // A backward node's gradients are observed without the gradients that reached it: those were
+  // bad if an op before it in this step already produced NaN, Inf or an overflow.
+  if (op.phase == Phase::Backward) return step_value_error_;
   for (const at::Tensor& input : op.inputs) {
     const TensorStats stats = compute_tensor_stats(input);
     const int64_t above = options_.precision == Precision::FP16 ? stats.fp16_overflow : stats.bf16_overflow;
@@ -756,7 +777,84 @@ void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
     }
   }
   if (!output) return;
-  const TensorStats stats = compute_tensor_stats(*output);
+  if (options_.observe_backward && output->requires_grad() && (!verify_only_ || op.site >= 0 || opless_sites_)) {
+    hook_backward_of(*output, op);
+  }
+  observe_output(*output, op);
+}
+
+void Nanny::Impl::hook_backward_of(const at::Tensor& output, const ObservedOp& op) {
+  using torch::autograd::Node;
+  const std::shared_ptr<Node>& root = output.grad_fn();
+  // Nodes are numbered per thread in creation order, so the op's own are the ones numbered since
+  // its start on this thread; the others belong to the ops that made its inputs.
+  const uint64_t thread = at::RecordFunction::currentThreadId();
+  const uint64_t end = at::sequence_number::peek();
+  const auto made_by_op = [&](const Node* node) {
+    return node && node->thread_id() == thread && node->sequence_nr() >= op.first_sequence_nr &&
+           node->sequence_nr() < end;
+  };
+  if (!made_by_op(root.get())) return;  // the op recorded no node of its own (it returned an input)
+  // A bound on the walk: a recurrent op unrolled over a long sequence creates thousands of nodes,
+  // and a traced step must stay cheap.
+  constexpr size_t kMaxNodesPerOp = 1024;
+  std::vector<Node*> pending{root.get()};
+  std::unordered_set<const Node*> seen{root.get()};
+  while (!pending.empty()) {
+    Node* node = pending.back();
+    pending.pop_back();
+    std::vector<uint32_t> to_inputs;
+    const auto& edges = node->next_edges();
+    for (uint32_t index = 0; index < edges.size(); ++index) {
+      const Node* next = edges[index].function.get();
+      if (!next) continue;  // an input that needs no gradient
+      if (!made_by_op(next)) {
+        if (is_watched_parameter(next)) continue;  // the parameter pass observes its gradient
+        to_inputs.push_back(index);
+      } else if (seen.size() < kMaxNodesPerOp && seen.insert(next).second) {
+        pending.push_back(const_cast<Node*>(next));
+      }
+    }
+    if (!to_inputs.empty()) {
+      ObservedOp backward;
+      backward.outermost = true;
+      backward.phase = Phase::Backward;
+      backward.op_index = op.op_index;
+      backward.location_id = op.location_id;
+      backward.site = op.site;
+      node->add_post_hook(std::make_unique<BackwardObservation>(hook_target_, std::move(backward), std::move(to_inputs)));
+    }
+  }
+}
+
+bool Nanny::Impl::is_watched_parameter(const torch::autograd::Node* node) const {
+  const auto* accumulate = dynamic_cast<const torch::autograd::AccumulateGrad*>(node);
+  return accumulate && hooked_parameters_.count(accumulate->variable.unsafeGetTensorImpl()) > 0;
+}
+
+void Nanny::Impl::on_backward_gradients(ObservedOp op, const std::vector<uint32_t>& to_inputs,
+                                        const std::vector<at::Tensor>& gradients) {
+  if (!active_.load() || !observing_.load()) return;
+  if (op.site < 0 && opless_sites_) {
+    // A site whose check names no op (a backward() call without loss scaling) is judged by the
+    // backward pass it starts: on the CPU the engine runs on the calling thread, so the first
+    // user frame above this hook is that call's line.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (const SourceLocation* caller = locator_ && verifier_ ? locator_->locate_caller() : nullptr) {
+      if (const auto site = verifier_->match(caller->file, caller->line, watched_names_[op.op_index])) {
+        op.site = static_cast<int64_t>(*site);
+      }
+    }
+  }
+  for (const uint32_t index : to_inputs) {
+    if (index < gradients.size() && gradients[index].defined() && is_observable_tensor(gradients[index])) {
+      observe_output(gradients[index], op);
+    }
+  }
+}
+
+void Nanny::Impl::observe_output(const at::Tensor& output, const ObservedOp& op) {
+  const TensorStats stats = compute_tensor_stats(output);
   if (stats.numel == 0) return;
   if (op.site >= 0) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -765,8 +863,8 @@ void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
   if (verify_only_) return;
   const std::string& op_name = watched_names_[op.op_index];
   const bool low_precision_tensor =
-      (options_.precision == Precision::FP16 && output->scalar_type() == at::kHalf) ||
-      (options_.precision == Precision::BF16 && output->scalar_type() == at::kBFloat16);
+      (options_.precision == Precision::FP16 && output.scalar_type() == at::kHalf) ||
+      (options_.precision == Precision::BF16 && output.scalar_type() == at::kBFloat16);
 
   std::vector<Finding> findings =
       check_values(stats, options_.precision, options_.thresholds, op.phase == Phase::Forward, low_precision_tensor);
@@ -826,8 +924,8 @@ void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
   record.phase = op.phase;
   record.op = op_name;
   record.location_id = op.location_id;
-  record.dtype = c10::toString(output->scalar_type());
-  record.shape = shape_of(*output);
+  record.dtype = c10::toString(output.scalar_type());
+  record.shape = shape_of(output);
   record.stats = stats;
   enqueue(std::move(record));
   for (const Finding& finding : findings) raise(finding, op.phase, op_name, "", op.location_id, seq);
@@ -897,7 +995,6 @@ void Nanny::Impl::begin_step(int64_t step) {
   seq_ = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    forward_sites_.clear();
     step_gradients_.clear();
   }
   if (traced_ && model_ && options_.track_update_ratio) {
@@ -1047,7 +1144,6 @@ bool Nanny::Impl::parameter_selected(const std::string& name) const {
 
 void Nanny::Impl::install_gradient_hooks() {
   if (!model_) return;
-  hook_target_->impl = this;
   for (const auto& parameter : model_->named_parameters()) {
     at::Tensor weight = parameter.value();
     if (!weight.requires_grad() || !parameter_selected(parameter.key())) continue;
@@ -1057,6 +1153,7 @@ void Nanny::Impl::install_gradient_hooks() {
       if (Impl* impl = target->impl.load()) impl->on_gradient(name, gradient);
     });
     hooks_.emplace_back(weight, handle);
+    hooked_parameters_.insert(weight.unsafeGetTensorImpl());
   }
 }
 

@@ -39,10 +39,7 @@ bool worth_watching(const Op& op) {
 const char* const kRuntimeOnlyOps[] = {
     "aten::mean",                        // the swamping rule reads reductions; the KB gives mean no risk
     "aten::native_layer_norm",           // what LayerNorm runs when aten::layer_norm is not dispatched
-    "aten::native_layer_norm_backward",  // the backward kernel of the above
     "aten::addmm",                       // Linear with a bias, when called below aten::linear
-    "aten::pow_backward",                // backward kernels of risky math the KB lists forward only
-    "aten::sqrt_backward",
 };
 
 }  // namespace

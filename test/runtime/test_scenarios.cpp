@@ -114,7 +114,8 @@ TEST(Scenario, HealthyMlpRaisesNothing) {
     EXPECT_EQ(query_value(db, "SELECT l.line FROM tensor_stats t JOIN locations l USING(run_id, location_id) "
                               "WHERE t.op='aten::addmm' LIMIT 1"),
               std::to_string(forward_line));
-    // Backward ops are attributed to the same line through the autograd sequence number.
+    // The backward pass is attributed to the same line: the autograd nodes the op created (known
+    // by their sequence numbers) report the gradients they pass on.
     EXPECT_NE(query_value(db, "SELECT count(*) FROM tensor_stats t JOIN locations l USING(run_id, location_id) "
                               "WHERE t.phase='backward' AND l.line=" + std::to_string(forward_line)),
               "0");

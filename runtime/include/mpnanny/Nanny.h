@@ -29,8 +29,8 @@
 namespace mpnanny {
 
 /// The ATen ops observed when Options::watched_ops is empty: the knowledge base's risky ops
-/// (softmax, exp, log, norms, reductions, matmuls feeding them, losses) and the internal ops they
-/// decompose into, whose autograd nodes carry the sequence numbers backward ops are matched by.
+/// (softmax, exp, log, norms, reductions, matmuls feeding them, losses) and the internal ops
+/// LibTorch runs for them when the public op is not dispatched (native_layer_norm, addmm).
 const std::vector<std::string>& default_watched_ops();
 
 struct Options {
@@ -46,7 +46,9 @@ struct Options {
   /// ATen op names (with the "aten::" prefix) to observe; empty: default_watched_ops(). Pass the
   /// knowledge base's list (mpnanny::kb) here.
   std::vector<std::string> watched_ops;
-  /// Observe backward ops too (attributed to the forward op's line).
+  /// Observe the backward pass too: for each observed forward op, the gradients its autograd
+  /// nodes pass to its inputs (gradients that go straight to a parameter are the parameter pass's),
+  /// recorded under the forward op's name and line.
   bool observe_backward = true;
   /// Parameters whose name starts with one of these are not observed.
   std::vector<std::string> exclude_parameter_prefixes;
