@@ -68,11 +68,12 @@ namespace {
 //     most 32 values per block; the block's lanes are then added in double. The range bounds
 //     keep every square a normal float and every lane's sum far below float's max, so the
 //     relative error stays below 2e-6;
-//   - each element's class: 0 for zero, else 1 + its histogram bucket, counted by a scalar loop
-//     over the block, still in L1. In chunks of kPairCountingMinimum elements or more, two
-//     elements' classes make one pair index (class << 6 | class) and the loop counts pairs: one
-//     increment per two elements, in four copies so that runs of equal pairs do not wait on each
-//     other's stores; shorter chunks count classes one by one, in eight copies.
+//   - each element's class: 0 for zero, else 1 + its histogram bucket, stored as a byte; the
+//     block's bytes, still in L1, are then counted with vector compares, one class at a time
+//     (in groups of kClassGroup) from the class of the block's smallest non-zero magnitude to
+//     that of its largest: a dozen or so classes for a block of trained weights or activations,
+//     two operations per class for 64 elements, where a scalar increment per element (or per
+//     pair of elements) costs more. Zeros are the elements left over.
 // The fast path's other counts follow from the classes (finish_float_counts): zeros are class
 // 0, values at or above fp16's smallest normal (2^-14) are classes 12 and up, and bf16, NaN and
 // Inf counts are 0.
@@ -84,21 +85,16 @@ constexpr int64_t kBlock = 2048;
 constexpr int64_t kVectorLanes = 16;
 constexpr int64_t kAccumulators = 4;
 constexpr int64_t kStep = kVectorLanes * kAccumulators;
-constexpr int64_t kFoldEvery = int64_t{1} << 18;  // at most 2^15 increments per uint16 pair bin
+constexpr int64_t kFoldEvery = int64_t{1} << 30;  // the general path's uint32 field bins cannot overflow
 constexpr int32_t kInfinityBits = static_cast<int32_t>(Fp32Thresholds::kInfinity);
 constexpr int32_t kOrdinaryMaxBits = 0x5d800000;  // 2^60: exclusive bound of the fast path
 constexpr int32_t kOrdinaryMinBits = 0x21800000;  // 2^-60: inclusive bound for non-zero values
 
 constexpr int kClasses = kHistogramBuckets + 1;  // zero, then one per histogram bucket
-constexpr int kClassBits = 6;
-static_assert(kClasses <= (1 << kClassBits), "a class must fit in its half of a pair index");
-constexpr int kPairBins = (kClasses - 1) << kClassBits | (kClasses - 1);
-constexpr int kPairCopies = 4;
-constexpr int kClassCopies = 8;
 constexpr int kFieldCopies = 4;
-/// Chunks at least this long count pairs of classes; shorter ones count classes one by one, as
-/// zeroing and folding the pair counters would cost more than the increments they save.
-constexpr int64_t kPairCountingMinimum = 65536;
+/// Class counts are padded so that the last group of kClassGroup compares may run past the last
+/// class (those compares match nothing).
+constexpr int kClassGroup = 8;
 /// The class of the first bucket at or above fp16's smallest normal, 2^-14.
 constexpr int kFp16NormalClass = 1 + (-14 - kHistogramMinExponent + 1);
 static_assert(histogram_bucket_exponent(kFp16NormalClass - 1) == -14, "bucket boundary at 2^-14");
@@ -106,31 +102,21 @@ static_assert(histogram_bucket_exponent(kFp16NormalClass - 1) == -14, "bucket bo
 typedef int32_t Int32x16 __attribute__((vector_size(64)));
 typedef uint32_t Uint32x16 __attribute__((vector_size(64)));
 typedef float Float32x16 __attribute__((vector_size(64)));
-typedef uint16_t Uint16x16 __attribute__((vector_size(32)));
 typedef uint8_t Uint8x16 __attribute__((vector_size(16)));
+typedef uint8_t Uint8x64 __attribute__((vector_size(64)));
+typedef uint64_t Uint64x8 __attribute__((vector_size(64)));
 typedef double Float64x16 __attribute__((vector_size(128)));
 
-/// The fast path's counters for long chunks: one per pair of classes, in copies padded so that
-/// they fall in different L1 banks.
-struct PairCounters {
-  uint16_t bins[kPairCopies][kPairBins + 1 + 32] = {};
-};
-
-/// The per-element counters of the float path. They are left all zero after every fold, so one
-/// set per thread serves every call on that thread without being cleared again (a kernel call on
-/// a small tensor would otherwise spend most of its time zeroing and folding them).
+/// The general path's per-element counters. They are left all zero after every fold, so one set
+/// per thread serves every call on that thread without being cleared again (a kernel call on a
+/// small tensor would otherwise spend most of its time zeroing and folding them).
 struct CountingBins {
-  uint32_t class_bins[kClassCopies][64] = {};
   uint32_t field_bins[kFieldCopies][256 + 16] = {};  // padded: copies in different L1 banks
-  std::unique_ptr<PairCounters> pairs;                // made on the first long chunk
 };
 
 struct ChunkCounts {
-  explicit ChunkCounts(CountingBins& bins, bool count_pairs) : bins(bins), count_pairs(count_pairs) {
-    if (count_pairs && !bins.pairs) bins.pairs = std::make_unique<PairCounters>();
-  }
+  explicit ChunkCounts(CountingBins& bins) : bins(bins) {}
   CountingBins& bins;
-  const bool count_pairs;
   // Counted directly: by the general path, and the fast path's compare lanes.
   int64_t nan_count = 0, inf_count = 0, zero_count = 0;
   int64_t fp16_overflow = 0, fp16_subnormal = 0, fp16_flush = 0;
@@ -146,31 +132,10 @@ struct ChunkCounts {
   // Float path: elements counted in `bins` since the last fold, the fast path's classes and the
   // histogram (the general path's exponent fields are folded straight into it).
   int64_t unfolded = 0;
-  int64_t class_totals[kClasses] = {};
+  int64_t class_totals[kClasses + kClassGroup] = {};
   int64_t histogram[kHistogramBuckets] = {};
 
   void fold() {
-    if (count_pairs) {
-      auto& pair_bins = bins.pairs->bins;
-      uint32_t pair_counts[kPairBins + 1] = {};
-      for (const auto& copy : pair_bins) {
-        for (int pair = 0; pair <= kPairBins; ++pair) pair_counts[pair] += copy[pair];
-      }
-      for (int first = 0; first < kClasses; ++first) {
-        for (int second = 0; second < kClasses; ++second) {
-          const uint32_t count = pair_counts[first << kClassBits | second];
-          class_totals[first] += count;
-          class_totals[second] += count;
-        }
-      }
-      std::memset(pair_bins, 0, sizeof pair_bins);
-    }
-    for (int c = 0; c < kClasses; ++c) {
-      for (auto& copy : bins.class_bins) {
-        class_totals[c] += copy[c];
-        copy[c] = 0;
-      }
-    }
     // Only the fields the general path can have counted: from the smallest magnitude seen so
     // far (0 if it met zeros or fp32 subnormals) to the largest (255 if it met NaN or Inf).
     const int lowest = (zero_count + bf16_subnormal + bf16_flush > 0) ? 0 : (min_nonzero_bits >> 23);
@@ -202,7 +167,7 @@ struct ChunkCounts {
   }
 };
 
-/// Adds `count` small values (exponent fields, classes) to `Copies` interleaved copies of bins.
+/// Adds `count` exponent fields to `Copies` interleaved copies of bins.
 template <int Copies, size_t Bins>
 __attribute__((always_inline)) inline void count_values(const uint8_t* values, int64_t count,
                                                         uint32_t (&bins)[Copies][Bins]) {
@@ -213,12 +178,40 @@ __attribute__((always_inline)) inline void count_values(const uint8_t* values, i
   for (; i < count; ++i) ++bins[0][values[i]];
 }
 
-/// Adds `count` (a multiple of kPairCopies) pair indices to the fast path's pair counters.
-__attribute__((always_inline)) inline void count_pairs(const uint16_t* pair_indices, int64_t count,
-                                                       PairCounters& pairs) {
-  for (int64_t i = 0; i < count; i += kPairCopies) {
-    for (int copy = 0; copy < kPairCopies; ++copy) ++pairs.bins[copy][pair_indices[i + copy]];
+/// The sum of a vector's 64 byte lanes (each at most kBlock / 64, so no 16-bit sum overflows).
+__attribute__((always_inline)) inline int64_t byte_lanes_total(Uint8x64 bytes) {
+  const Uint64x8 even_bytes = Uint64x8{} + 0x00ff00ff00ff00ffull;
+  Uint64x8 words = (Uint64x8)bytes;
+  words = (words & even_bytes) + ((words >> 8) & even_bytes);  // four 16-bit sums per word
+  words += words >> 16;
+  words += words >> 32;
+  int64_t total = 0;
+  for (int lane = 0; lane < 8; ++lane) total += static_cast<int64_t>(words[lane] & 0xffff);
+  return total;
+}
+
+/// Counts the classes first .. first + kClassGroup - 1 among `count` (a multiple of 64, at most
+/// kBlock) class bytes into `totals`: one compare and one subtract per class for 64 elements, in
+/// byte lanes. Returns how many it counted.
+__attribute__((always_inline)) inline int64_t count_class_group(const uint8_t* classes, int64_t count, int first,
+                                                                int64_t* totals) {
+  Uint8x64 matches[kClassGroup] = {};
+  for (int64_t i = 0; i < count; i += 64) {
+    Uint8x64 block;
+    std::memcpy(&block, classes + i, sizeof block);
+    for (int g = 0; g < kClassGroup; ++g) {
+      // Subtracting the compare (0xff when true), not a select: GCC turns a select on 64-byte
+      // vectors into scalar code in the AVX2 and SSE2 copies.
+      matches[g] -= (Uint8x64)(block == static_cast<uint8_t>(first + g));
+    }
   }
+  int64_t counted = 0;
+  for (int g = 0; g < kClassGroup; ++g) {
+    const int64_t matched = byte_lanes_total(matches[g]);
+    totals[first + g] += matched;
+    counted += matched;
+  }
+  return counted;
 }
 
 /// The general path: classifies `count` contiguous floats into `counts`, any values at all.
@@ -280,8 +273,6 @@ __attribute__((always_inline)) inline void scan_general_block(const float* value
 
 /// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats of a block.
 /// Returns false, having changed nothing, when the block holds a value it does not handle.
-/// CountPairs: count classes in pairs (counts.count_pairs), else one by one.
-template <bool CountPairs>
 __attribute__((always_inline)) inline bool scan_ordinary_block(const float* values, int64_t count,
                                                                ChunkCounts& counts) {
   const Int32x16 magnitude_mask = Int32x16{} + 0x7fffffff;
@@ -294,7 +285,6 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
   Int32x16 above_fp16_max{}, above_fp16_flush{}, max_bits{};
   Uint32x16 min_bits_less_one = Uint32x16{} + 0xffffffffu;  // bits - 1: zeros wrap to the top
   Float32x16 sum[kAccumulators] = {}, sum_squares[kAccumulators] = {};
-  alignas(64) uint16_t pair_indices[kBlock / 2];
   alignas(64) uint8_t class_bytes[kBlock];
   for (int64_t i = 0; i < count; i += kStep) {
     Int32x16 classes[kAccumulators];
@@ -314,16 +304,9 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
       const Int32x16 at_least = raised > nonzero ? raised : nonzero;
       classes[a] = at_least < last_class ? at_least : last_class;
     }
-    if constexpr (CountPairs) {
-      for (int a = 0; a < kAccumulators; a += 2) {
-        const Uint16x16 pair = __builtin_convertvector(classes[a] << kClassBits | classes[a + 1], Uint16x16);
-        std::memcpy(pair_indices + i / 2 + a / 2 * kVectorLanes, &pair, sizeof pair);
-      }
-    } else {
-      for (int a = 0; a < kAccumulators; ++a) {
-        const Uint8x16 bytes = __builtin_convertvector(classes[a], Uint8x16);
-        std::memcpy(class_bytes + i + a * kVectorLanes, &bytes, sizeof bytes);
-      }
+    for (int a = 0; a < kAccumulators; ++a) {
+      const Uint8x16 bytes = __builtin_convertvector(classes[a], Uint8x16);
+      std::memcpy(class_bytes + i + a * kVectorLanes, &bytes, sizeof bytes);
     }
   }
   int32_t block_max = 0;
@@ -336,12 +319,18 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
   const int32_t block_min = static_cast<int32_t>(block_min_less_one + 1u);
   if (block_max >= kOrdinaryMaxBits || (has_nonzero && block_min < kOrdinaryMinBits)) return false;
 
-  if constexpr (CountPairs) {
-    count_pairs(pair_indices, count / 2, *counts.bins.pairs);
-  } else {
-    count_values(class_bytes, count, counts.bins.class_bins);
+  // Non-zero elements have the classes of the block's smallest to largest non-zero magnitude;
+  // the rest are zeros.
+  int64_t nonzero = 0;
+  if (has_nonzero) {
+    const auto class_of = [](int32_t bits) {
+      return std::clamp((bits >> 23) + (2 - 127 - kHistogramMinExponent), 1, kClasses - 1);
+    };
+    for (int first = class_of(block_min), last = class_of(block_max); first <= last; first += kClassGroup) {
+      nonzero += count_class_group(class_bytes, count, first, counts.class_totals);
+    }
   }
-  counts.unfolded += count;
+  counts.class_totals[0] += count - nonzero;
   Float64x16 block_sum{}, block_sum_squares{};
   for (int a = 0; a < kAccumulators; ++a) {
     block_sum += __builtin_convertvector(sum[a], Float64x16);
@@ -365,8 +354,7 @@ __attribute__((always_inline)) inline void scan_float_block(const float* values,
                                                             ChunkCounts& counts) {
   const int64_t vectorized = count - count % kStep;
   int64_t done = 0;
-  if (vectorized > 0 && (counts.count_pairs ? scan_ordinary_block<true>(values, vectorized, counts)
-                                      : scan_ordinary_block<false>(values, vectorized, counts))) {
+  if (vectorized > 0 && scan_ordinary_block(values, vectorized, counts)) {
     done = vectorized;
   }
   if (done < count) scan_general_block(values + done, count - done, counts);
@@ -620,7 +608,7 @@ TensorStats stats_of(const at::Tensor& tensor) {
   constexpr int64_t kGrain = 1 << 15;
   at::parallel_for(0, total, kGrain, [&](int64_t begin, int64_t end) {
     const BorrowedBins borrowed;
-    ChunkCounts counts(*borrowed, !kIsDouble && end - begin >= kPairCountingMinimum);
+    ChunkCounts counts(*borrowed);
     int64_t index = begin;
     while (index < end) {
       const int64_t row = index / layout.row_length;
