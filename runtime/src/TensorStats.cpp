@@ -62,7 +62,9 @@ namespace {
 // no NaN, no Inf, no fp32 subnormal; nearly every block of a training run -- is read with 16-lane
 // vectors (GCC vector extensions; AVX-512, AVX2 or SSE2 by the copy it is inlined into), doing as
 // little per element as possible:
-//   - two compare-and-count lanes (above fp16's max; above fp16's flush limit 2^-25);
+//   - no compare for the fp16 limits: they fall inside histogram buckets, and a second read of
+//     the block counts the elements beyond them only where its range reaches them (above fp16's
+//     max; at or below 2^-24, where fp16's flush limit 2^-25 lies);
 //   - max |x| and min non-zero |x| on the magnitude's bits (ordered like the values);
 //   - sum and sum of squares in float, four accumulators of 16 lanes so that each lane adds at
 //     most 32 values per block; the block's lanes are then added in double. The range bounds
@@ -271,18 +273,32 @@ __attribute__((always_inline)) inline void scan_general_block(const float* value
   counts.sum_squares += sum_squares;
 }
 
+/// How many of `count` (a multiple of kStep) floats have a magnitude whose bits exceed `bound`.
+__attribute__((always_inline)) inline int64_t count_magnitudes_above(const float* values, int64_t count,
+                                                                     int32_t bound) {
+  const Int32x16 magnitude_mask = Int32x16{} + 0x7fffffff;
+  const Int32x16 bounds = Int32x16{} + bound;
+  Int32x16 above{};
+  for (int64_t i = 0; i < count; i += kVectorLanes) {
+    Float32x16 value;
+    std::memcpy(&value, values + i, sizeof value);
+    above -= ((Int32x16)value & magnitude_mask) > bounds;  // a true compare is -1
+  }
+  int64_t total = 0;
+  for (int lane = 0; lane < kVectorLanes; ++lane) total += above[lane];
+  return total;
+}
+
 /// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats of a block.
 /// Returns false, having changed nothing, when the block holds a value it does not handle.
 __attribute__((always_inline)) inline bool scan_ordinary_block(const float* values, int64_t count,
                                                                ChunkCounts& counts) {
   const Int32x16 magnitude_mask = Int32x16{} + 0x7fffffff;
-  const Int32x16 fp16_max = Int32x16{} + static_cast<int32_t>(Fp32Thresholds::kFp16Max);
-  const Int32x16 fp16_flush = Int32x16{} + static_cast<int32_t>(Fp32Thresholds::kFp16FlushAtOrBelow);
   // class = 0 for zero, else 1 + histogram_bucket_of_exponent_field(field): field - 127 -
   // kHistogramMinExponent + 2, clamped to [1, kClasses - 1].
   const Int32x16 class_offset = Int32x16{} + (2 - 127 - kHistogramMinExponent);
   const Int32x16 last_class = Int32x16{} + (kClasses - 1);
-  Int32x16 above_fp16_max{}, above_fp16_flush{}, max_bits{};
+  Int32x16 max_bits{};
   Uint32x16 min_bits_less_one = Uint32x16{} + 0xffffffffu;  // bits - 1: zeros wrap to the top
   Float32x16 sum[kAccumulators] = {}, sum_squares[kAccumulators] = {};
   alignas(64) uint8_t class_bytes[kBlock];
@@ -292,8 +308,6 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
       Float32x16 value;
       std::memcpy(&value, values + i + a * kVectorLanes, sizeof value);
       const Int32x16 bits = (Int32x16)value & magnitude_mask;  // a cast between vectors keeps the bits
-      above_fp16_max -= bits > fp16_max;  // a true compare is -1
-      above_fp16_flush -= bits > fp16_flush;
       max_bits = bits > max_bits ? bits : max_bits;
       const Uint32x16 less_one = (Uint32x16)bits - 1u;
       min_bits_less_one = less_one < min_bits_less_one ? less_one : min_bits_less_one;
@@ -331,6 +345,16 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
     }
   }
   counts.class_totals[0] += count - nonzero;
+  // The fp16 limits fall inside histogram buckets, so the elements beyond them are counted here,
+  // in a second read of the block, only where the block's range reaches them: nearly never for
+  // the upper limit, and for the lower one only where the block holds magnitudes below 2^-24.
+  constexpr auto kFp16MaxBits = static_cast<int32_t>(Fp32Thresholds::kFp16Max);
+  constexpr auto kFp16FlushBits = static_cast<int32_t>(Fp32Thresholds::kFp16FlushAtOrBelow);
+  if (block_max > kFp16MaxBits) counts.fp16_overflow += count_magnitudes_above(values, count, kFp16MaxBits);
+  if (has_nonzero) {
+    counts.ordinary_above_fp16_flush +=
+        block_min > kFp16FlushBits ? nonzero : count_magnitudes_above(values, count, kFp16FlushBits);
+  }
   Float64x16 block_sum{}, block_sum_squares{};
   for (int a = 0; a < kAccumulators; ++a) {
     block_sum += __builtin_convertvector(sum[a], Float64x16);
@@ -339,8 +363,6 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
   for (int lane = 0; lane < kVectorLanes; ++lane) {
     counts.sum += block_sum[lane];
     counts.sum_squares += block_sum_squares[lane];
-    counts.fp16_overflow += above_fp16_max[lane];
-    counts.ordinary_above_fp16_flush += above_fp16_flush[lane];
   }
   counts.ordinary_count += count;
   counts.max_bits = std::max(counts.max_bits, block_max);

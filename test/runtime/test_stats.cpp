@@ -157,10 +157,16 @@ TEST(TensorStats, EdgeValuesInsideLongBlocksAgree) {
       {std::numeric_limits<float>::infinity()},
       {std::nanf("")},
       {3.0e38f, -1e38f},                                     // above bf16's max
+      // Alone in a block of ordinary values, each sets the block's largest or smallest
+      // magnitude, which decides whether the fp16 limits are counted again.
+      {std::nextafter(65504.0f, 1e9f)},                      // just above fp16's max
+      {-65504.0f},                                           // at it, not above
+      {two_pow_minus_25},                                    // at the flush limit: flushes
+      {std::nextafter(two_pow_minus_25, 1.0f)},              // just above it: does not
   };
   at::manual_seed(4);
   const int64_t blocks = static_cast<int64_t>(edges_per_block.size()) + 1;  // the last one all zeros
-  // Long enough (with the ordinary blocks after them) that one chunk counts classes in pairs.
+  // Long enough that a chunk holds every block, with ordinary blocks after them.
   at::Tensor values = at::randn({40 * kBlock + 100}) * 100;
   values.slice(0, (blocks - 1) * kBlock, blocks * kBlock).zero_();
   for (size_t block = 0; block < edges_per_block.size(); ++block) {
@@ -176,7 +182,6 @@ TEST(TensorStats, EdgeValuesInsideLongBlocksAgree) {
   at::set_num_threads(threads);
   expect_same_stats(values, "float, default threads");
   expect_same_stats(values.slice(0, 33), "float, blocks shifted by 33");
-  // A chunk this short counts classes one by one rather than in pairs.
   expect_same_stats(values.slice(0, 3 * kBlock + 5), "float, a short chunk");
   // Every element in its own class between 2^-60 and 2^60, through the vector path.
   const at::Tensor binades = at::pow(2.0, at::arange(-60, 60, at::kFloat)).repeat({20});
