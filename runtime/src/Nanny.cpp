@@ -806,18 +806,17 @@ void Nanny::Impl::hook_backward_of(const at::Tensor& output, const ObservedOp& o
     std::vector<uint32_t> to_inputs;
     const auto& edges = node->next_edges();
     for (uint32_t index = 0; index < edges.size(); ++index) {
-      const Node* next = edges[index].function.get();
+      Node* next = edges[index].function.get();
       if (!next) continue;  // an input that needs no gradient
       if (!made_by_op(next)) {
         if (is_watched_parameter(next)) continue;  // the parameter pass observes its gradient
         to_inputs.push_back(index);
       } else if (seen.size() < kMaxNodesPerOp && seen.insert(next).second) {
-        pending.push_back(const_cast<Node*>(next));
+        pending.push_back(next);
       }
     }
     if (!to_inputs.empty()) {
       ObservedOp backward;
-      backward.outermost = true;
       backward.phase = Phase::Backward;
       backward.op_index = op.op_index;
       backward.location_id = op.location_id;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "TestSupport.h"
+#include "TracedEveryStep.h"
 #include "mpnanny/Nanny.h"
 
 namespace mpnanny {
@@ -16,14 +17,7 @@ namespace {
 
 using test::query_value;
 using test::ScratchDir;
-
-Options traced_every_step(const ScratchDir& dir) {
-  Options options;
-  options.trace_interval = 1;
-  options.output_dir = dir.path();
-  options.verbosity = 0;
-  return options;
-}
+using test::traced_every_step;
 
 struct TwoLayers : torch::nn::Module {
   TwoLayers()

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "TestSupport.h"
+#include "TracedEveryStep.h"
 #include "mpnanny/Nanny.h"
 
 namespace mpnanny {
@@ -19,6 +20,7 @@ namespace {
 using test::query;
 using test::query_value;
 using test::ScratchDir;
+using test::traced_every_step;
 
 constexpr const char* kThisFile = "test_scenarios.cpp";
 
@@ -46,14 +48,6 @@ std::string listing(const std::vector<Alert>& alerts) {
             to_string(alert.phase) + "): " + alert.message + "\n";
   }
   return text;
-}
-
-Options scenario_options(const ScratchDir& dir) {
-  Options options;
-  options.trace_interval = 1;
-  options.output_dir = dir.path();
-  options.verbosity = 0;
-  return options;
 }
 
 struct Mlp : torch::nn::Module {
@@ -96,7 +90,7 @@ TEST(Scenario, HealthyMlpRaisesNothing) {
   const torch::Tensor x = torch::randn({64, 16}), y = torch::randn({64, 8});
   int forward_line = 0;
   {
-    Nanny nanny(net, scenario_options(dir));
+    Nanny nanny(net, traced_every_step(dir));
     EXPECT_EQ(writer_threads(), 1);
     train(nanny, *net, 20, [&](int64_t) {
       auto out = net->fc2(torch::relu(net->fc1(x))); forward_line = __LINE__;
@@ -146,7 +140,7 @@ TEST(Scenario, HealthyConvNetTracedEveryStepRaisesNothing) {
   torch::manual_seed(1);
   auto net = std::make_shared<ConvNet>();
   const torch::Tensor x = torch::randn({32, 1, 16, 16}), y = torch::randint(10, {32});
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 20, [&](int64_t) { return torch::nn::functional::cross_entropy(net->forward(x), y); }, 0.05);
   nanny.close();
   EXPECT_TRUE(distinct(nanny.alerts()).empty()) << listing(nanny.alerts());
@@ -202,7 +196,7 @@ TEST(Scenario, HealthyAttentionModelRaisesNothing) {
   ScratchDir dir;
   torch::manual_seed(2);
   auto net = std::make_shared<Attention>(64, 32, -1e4);
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train_attention(nanny, *net, 20);
   nanny.close();
   EXPECT_TRUE(distinct(nanny.alerts()).empty()) << listing(nanny.alerts());
@@ -212,7 +206,7 @@ TEST(Scenario, ExampleMaskFillOfMinusOneBillionOverflowsFp16) {
   ScratchDir dir;
   torch::manual_seed(2);
   auto net = std::make_shared<Attention>(64, 32, -1e9);
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train_attention(nanny, *net, 3);
   nanny.close();
   EXPECT_EQ(distinct(nanny.alerts()), (std::set<std::string>{"OVERFLOW@" + at_line(net->mask_line)}))
@@ -240,7 +234,7 @@ TEST(Scenario, Fp16OverflowInALinearLayer) {
   auto net = std::make_shared<OverflowNet>(4500.0);
   const torch::Tensor x = torch::full({8, 16}, 2.0), y = torch::randn({8, 8});
   int overflow_line = 0;
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 3, [&](int64_t) {
     auto h = net->fc1(x); overflow_line = __LINE__;  // about 144000 > 65504
     return torch::mse_loss(net->fc2(net->norm(h)), y);
@@ -263,7 +257,7 @@ TEST(Scenario, Bf16TargetRaisesNoFp16OnlyAlerts) {
   torch::manual_seed(3);
   auto net = std::make_shared<OverflowNet>(4500.0);
   const torch::Tensor x = torch::full({8, 16}, 2.0), y = torch::randn({8, 8});
-  Options options = scenario_options(dir);
+  Options options = traced_every_step(dir);
   options.precision = Precision::BF16;
   Nanny nanny(net, options);
   train(nanny, *net, 3, [&](int64_t) {
@@ -281,7 +275,7 @@ TEST(Scenario, Bf16TensorsEndToEnd) {
   auto net = std::make_shared<Mlp>(16, 32, 8);
   net->to(torch::kBFloat16);
   const torch::Tensor x = torch::randn({32, 16}).to(torch::kBFloat16), y = torch::randn({32, 8}).to(torch::kBFloat16);
-  Options options = scenario_options(dir);
+  Options options = traced_every_step(dir);
   options.precision = Precision::BF16;
   Nanny nanny(net, options);
   // LibTorch 1.13 has no bf16 mse_loss on the CPU: the loss is taken in fp32, as the example does.
@@ -300,7 +294,7 @@ TEST(Scenario, UnderflowOfScaledOutputs) {
   auto net = std::make_shared<Mlp>(16, 32, 8);
   const torch::Tensor x = torch::randn({16, 16}), y = torch::randn({16, 8});
   int underflow_line = 0;
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 2, [&](int64_t) {
     auto h = torch::relu(net->fc1(x));
     auto scaled = torch::div(h, 1e8); underflow_line = __LINE__;  // outputs times 1e-8: below 2^-24
@@ -318,7 +312,7 @@ TEST(Scenario, NanFromTheLogOfANegative) {
   auto net = std::make_shared<Mlp>(16, 32, 8);
   const torch::Tensor x = torch::randn({16, 16}), y = torch::randn({16, 8});
   int nan_line = 0;
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 1, [&](int64_t) {
     auto h = net->fc1(x);
     auto logged = torch::log(h); nan_line = __LINE__;
@@ -338,7 +332,7 @@ TEST(Scenario, InjectedInfinity) {
   torch::Tensor first = torch::zeros({16, 32}, torch::kBool);
   first.index_put_({0, 0}, true);
   int inf_line = 0;
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 1, [&](int64_t) {
     auto h = net->fc1(x);
     auto injected = h.masked_fill(first, std::numeric_limits<double>::infinity()); inf_line = __LINE__;
@@ -359,7 +353,7 @@ TEST(Scenario, InfinityInTheBatchIsReportedAtTheFirstOpThatReadsIt) {
     x[0][0] = std::numeric_limits<float>::infinity();
   }
   int read_line = 0;
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 1, [&](int64_t) {
     auto h = net->fc1(x); read_line = __LINE__;
     return torch::mse_loss(net->fc2(torch::relu(h)), y);
@@ -381,7 +375,7 @@ TEST(Scenario, GradientExplosion) {
     net->fc2->weight.fill_(1400.0);
   }
   const torch::Tensor x = torch::ones({16, 16});
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 1, [&](int64_t) { return net->fc2(torch::relu(net->fc1(x))).mean(); });
   nanny.close();
   EXPECT_EQ(distinct(nanny.alerts()), (std::set<std::string>{"GRAD_EXPLOSION@fc1.weight"})) << listing(nanny.alerts());
@@ -398,7 +392,7 @@ TEST(Scenario, GradientVanishing) {
     net->fc2->weight.fill_(1e-12);
   }
   const torch::Tensor x = torch::randn({16, 16}), y = torch::randn({16, 8});
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 2, [&](int64_t) { return torch::mse_loss(net->fc2(torch::relu(net->fc1(x))), y); });
   nanny.close();
   // fc1's gradients pass through fc2's 1e-12 weights; fc2's own see normal activations.
@@ -416,7 +410,7 @@ TEST(Nanny, KeepsTheFirstAlertsInMemoryAndEveryAlertInTheDatabase) {
     net->fc2->weight.fill_(1e-12);
   }
   const torch::Tensor x = torch::randn({16, 16}), y = torch::randn({16, 8});
-  Options options = scenario_options(dir);
+  Options options = traced_every_step(dir);
   options.alerts_in_memory = 3;
   Nanny nanny(net, options);
   // A learning rate of 0 keeps the weights, and so the alerts, the same on every step.
@@ -440,7 +434,7 @@ TEST(Scenario, ReductionOverflow) {
   }
   const torch::Tensor x = torch::ones({4, 16}), y = torch::randn({4});
   int sum_line = 0;
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 1, [&](int64_t) {
     auto h = net->fc1(x);
     auto total = h.sum(1); sum_line = __LINE__;  // 256 * 352 = 90112 > 65504
@@ -460,7 +454,7 @@ TEST(Scenario, MixedScaleReductionSwamps) {
   net->register_parameter("mixed", mixed);
   const torch::Tensor x = torch::randn({16, 16}), y = torch::randn({16, 8});
   int sum_line = 0;
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 1, [&](int64_t) {
     auto total = torch::sum(mixed); sum_line = __LINE__;  // 512.000256: the 1e-6 half is lost
     return torch::mse_loss(net->fc2(torch::relu(net->fc1(x))), y) + total * 1e-3;
@@ -475,7 +469,7 @@ TEST(Scenario, OverflowThenNanInALaterLayerNamesTheFirstBadSite) {
   auto net = std::make_shared<OverflowNet>(4500.0);
   const torch::Tensor x = torch::full({8, 16}, 2.0), y = torch::randn({8, 8});
   int overflow_line = 0, nan_line = 0;
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 1, [&](int64_t) {
     auto h = net->fc1(x); overflow_line = __LINE__;
     auto z = net->fc2(net->norm(h));
@@ -495,7 +489,7 @@ TEST(Scenario, ProgressiveDegradationFiresWhenTheWeightsJump) {
   auto net = std::make_shared<OverflowNet>(1.0);
   const torch::Tensor x = torch::ones({8, 16}), y = torch::randn({8, 8});
   int linear_line = 0;
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(
       nanny, *net, 6,
       [&](int64_t step) {
@@ -519,7 +513,7 @@ TEST(Scenario, FunctionalOpsWithoutModulesAreObserved) {
   auto net = std::make_shared<Mlp>(16, 32, 8);
   const torch::Tensor x = torch::randn({16, 16}), y = torch::randn({16, 8});
   int softmax_line = 0, sum_line = 0, log_line = 0;
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   train(nanny, *net, 2, [&](int64_t) {
     auto logits = net->fc2(torch::relu(net->fc1(x)));
     auto p = torch::softmax(logits, -1); softmax_line = __LINE__;
@@ -545,7 +539,7 @@ TEST(Scenario, DenseSamplingAfterAnError) {
   torch::manual_seed(15);
   auto net = std::make_shared<OverflowNet>(4500.0);
   const torch::Tensor x = torch::full({8, 16}, 2.0), y = torch::randn({8, 8});
-  Options options = scenario_options(dir);
+  Options options = traced_every_step(dir);
   options.trace_interval = 100;
   options.dense_steps = 4;
   Nanny nanny(net, options);
@@ -573,7 +567,7 @@ TEST(Scenario, LossScaleOf65536OnAHealthyModelRaisesNoGradientAlert) {
     auto net = std::make_shared<Mlp>(16, 32, 8);
     const torch::Tensor x = torch::randn({64, 16}), y = torch::randn({64, 8});
     const double scale = 65536.0;
-    Options options = scenario_options(dir);
+    Options options = traced_every_step(dir);
     if (tell_the_nanny) options.loss_scale = [&] { return scale; };
     Nanny nanny(net, options);
     torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(1e-3));
@@ -601,7 +595,7 @@ TEST(Scenario, LossScaleBackoffsAreDrops) {
   auto net = std::make_shared<Mlp>(16, 32, 8);
   const torch::Tensor x = torch::randn({64, 16}), y = torch::randn({64, 8});
   double scale = 65536.0;
-  Options options = scenario_options(dir);
+  Options options = traced_every_step(dir);
   options.loss_scale = [&] { return scale; };
   Nanny nanny(net, options);
   torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(1e-3));
@@ -626,7 +620,7 @@ TEST(Nanny, DisabledByTheEnvironment) {
   ScratchDir dir;
   setenv("MPNANNY_DISABLE", "1", 1);
   auto net = std::make_shared<Mlp>(4, 4, 4);
-  Nanny nanny(net, scenario_options(dir));
+  Nanny nanny(net, traced_every_step(dir));
   unsetenv("MPNANNY_DISABLE");
   EXPECT_FALSE(nanny.active());
   { auto guard = nanny.step(0); }
@@ -683,7 +677,7 @@ TEST(Nanny, UnwritableDirectoryWarnsOnceAndTrainingContinues) {
 TEST(Nanny, StepsThatAreNotTracedObserveNothing) {
   ScratchDir dir;
   auto net = std::make_shared<Mlp>(4, 4, 4);
-  Options options = scenario_options(dir);
+  Options options = traced_every_step(dir);
   options.trace_interval = 5;
   Nanny nanny(net, options);
   const torch::Tensor x = torch::randn({2, 4});
@@ -697,7 +691,7 @@ TEST(Nanny, WatchTracesWithoutAStepLoop) {
   ScratchDir dir;
   torch::manual_seed(18);
   auto net = std::make_shared<OverflowNet>(4500.0);
-  Options options = scenario_options(dir);
+  Options options = traced_every_step(dir);
   Nanny& nanny = watch(net, options);
   const torch::Tensor x = torch::full({8, 16}, 2.0), y = torch::randn({8, 8});
   torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(1e-3));
