@@ -21,6 +21,10 @@
 #include "CudaStats.h"
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#endif
+
 // at::parallel_for is a `#pragma omp parallel` inline in LibTorch's headers when LibTorch uses
 // OpenMP: compiled without OpenMP it silently runs on one thread (runtime/CMakeLists.txt).
 #if AT_PARALLEL_OPENMP && !defined(_OPENMP)
@@ -70,15 +74,21 @@ namespace {
 //     most 32 values per block; the block's lanes are then added in double. The range bounds
 //     keep every square a normal float and every lane's sum far below float's max, so the
 //     relative error stays below 2e-6;
-//   - each element's class: 0 for zero, else 1 + its histogram bucket, stored as a byte; the
-//     block's bytes, still in L1, are then counted with vector compares, one class at a time
-//     (in groups of kClassGroup) from the class of the block's smallest non-zero magnitude to
-//     that of its largest: a dozen or so classes for a block of trained weights or activations,
-//     two operations per class for 64 elements, where a scalar increment per element (or per
-//     pair of elements) costs more. Zeros are the elements left over.
-// The fast path's other counts follow from the classes (finish_float_counts): zeros are class
-// 0, values at or above fp16's smallest normal (2^-14) are classes 12 and up, and bf16, NaN and
-// Inf counts are 0.
+//   - each element's exponent field (0 for zero: the fast path has no fp32 subnormal), stored
+//     as a byte; the block's bytes, still in L1, are then counted from the field of the block's
+//     smallest non-zero magnitude to that of its largest: a dozen or so fields for a block of
+//     trained weights or activations. Zeros are the elements left over. Two ways to count:
+//       * byte transposition, where the CPU has AVX512-VBMI, BITALG and GFNI (Ice Lake, Zen 4
+//         and later): a table lookup turns each byte into a one-hot bit for its place in a
+//         window of 8 fields, a GF(2) affine transform transposes each 8x8 bit block so that
+//         byte k gathers bit k of 8 elements, and a byte popcount adds them: four operations
+//         count 8 fields for 64 elements (count_field_window);
+//       * otherwise vector compares, one field at a time (in groups of kFieldGroup): two or
+//         three operations per field for 64 elements (count_field_group).
+//     A scalar increment per element (or per pair of elements) costs more than either.
+// The fast path's other counts follow from the fields (finish_float_counts): zeros are the
+// elements no field counted, values at or above fp16's smallest normal (2^-14) have fields 113
+// and up, and bf16, NaN and Inf counts are 0.
 //
 // Any other block is read again by the general path (scan_general_block): every element through
 // ElementClass.h's classify_magnitude_lane, sums in double, no data-dependent branch, exponent
@@ -92,14 +102,15 @@ constexpr int32_t kInfinityBits = static_cast<int32_t>(Fp32Thresholds::kInfinity
 constexpr int32_t kOrdinaryMaxBits = 0x5d800000;  // 2^60: exclusive bound of the fast path
 constexpr int32_t kOrdinaryMinBits = 0x21800000;  // 2^-60: inclusive bound for non-zero values
 
-constexpr int kClasses = kHistogramBuckets + 1;  // zero, then one per histogram bucket
 constexpr int kFieldCopies = 4;
-/// Class counts are padded so that the last group of kClassGroup compares may run past the last
-/// class (those compares match nothing).
-constexpr int kClassGroup = 8;
-/// The class of the first bucket at or above fp16's smallest normal, 2^-14.
-constexpr int kFp16NormalClass = 1 + (-14 - kHistogramMinExponent + 1);
-static_assert(histogram_bucket_exponent(kFp16NormalClass - 1) == -14, "bucket boundary at 2^-14");
+constexpr int kFields = 256;
+/// Fields counted together by compares, and by byte transposition (two windows of 8). Field
+/// totals are padded so that the last group or window may run past the largest field (the
+/// extra places count nothing).
+constexpr int kFieldGroup = 8;
+constexpr int kFieldWindow = 16;
+/// The exponent field of fp16's smallest normal, 2^-14.
+constexpr int kFp16NormalField = 127 - 14;
 
 typedef int32_t Int32x16 __attribute__((vector_size(64)));
 typedef uint32_t Uint32x16 __attribute__((vector_size(64)));
@@ -131,10 +142,10 @@ struct ChunkCounts {
   int32_t min_nonzero_bits = kInfinityBits;    // float path
   double max_abs_double = 0;                   // double path
   double min_abs_nonzero_double = std::numeric_limits<double>::infinity();
-  // Float path: elements counted in `bins` since the last fold, the fast path's classes and the
-  // histogram (the general path's exponent fields are folded straight into it).
+  // Float path: elements counted in `bins` since the last fold, the fast path's non-zero
+  // exponent fields and the histogram (the general path's fields are folded straight into it).
   int64_t unfolded = 0;
-  int64_t class_totals[kClasses + kClassGroup] = {};
+  int64_t ordinary_fields[kFields + kFieldWindow] = {};
   int64_t histogram[kHistogramBuckets] = {};
 
   void fold() {
@@ -151,18 +162,21 @@ struct ChunkCounts {
     unfolded = 0;
   }
 
-  /// After the last fold: the histogram's share from the fast path's classes, less the general
+  /// After the last fold: the histogram's share from the fast path's fields, less the general
   /// path's zeros and NaNs (fields 0 and 255 of its exponent count, which are not magnitudes the
   /// histogram shows); then the fast path's zero and fp16 subnormal and flush counts, from its
-  /// classes.
+  /// fields.
   void finish_float_counts() {
-    for (int b = 0; b < kHistogramBuckets; ++b) histogram[b] += class_totals[b + 1];
+    int64_t nonzero = 0, at_or_above_fp16_normal = 0;
+    for (int field = 0; field < kFields; ++field) {
+      histogram[histogram_bucket_of_exponent_field(field)] += ordinary_fields[field];
+      nonzero += ordinary_fields[field];
+      if (field >= kFp16NormalField) at_or_above_fp16_normal += ordinary_fields[field];
+    }
     histogram[histogram_bucket_of_exponent_field(0)] -= zero_count;
     histogram[histogram_bucket_of_exponent_field(255)] -= nan_count;
 
-    int64_t at_or_above_fp16_normal = 0;
-    for (int c = kFp16NormalClass; c < kClasses; ++c) at_or_above_fp16_normal += class_totals[c];
-    const int64_t zeros = class_totals[0];
+    const int64_t zeros = ordinary_count - nonzero;
     zero_count += zeros;
     fp16_flush += ordinary_count - zeros - ordinary_above_fp16_flush;
     fp16_subnormal += ordinary_above_fp16_flush - at_or_above_fp16_normal;
@@ -192,23 +206,23 @@ __attribute__((always_inline)) inline int64_t byte_lanes_total(Uint8x64 bytes) {
   return total;
 }
 
-/// Counts the classes first .. first + kClassGroup - 1 among `count` (a multiple of 64, at most
-/// kBlock) class bytes into `totals`: one compare and one subtract per class for 64 elements, in
+/// Counts the fields first .. first + kFieldGroup - 1 among `count` (a multiple of 64, at most
+/// kBlock) field bytes into `totals`: one compare and one subtract per field for 64 elements, in
 /// byte lanes. Returns how many it counted.
-__attribute__((always_inline)) inline int64_t count_class_group(const uint8_t* classes, int64_t count, int first,
+__attribute__((always_inline)) inline int64_t count_field_group(const uint8_t* fields, int64_t count, int first,
                                                                 int64_t* totals) {
-  Uint8x64 matches[kClassGroup] = {};
+  Uint8x64 matches[kFieldGroup] = {};
   for (int64_t i = 0; i < count; i += 64) {
     Uint8x64 block;
-    std::memcpy(&block, classes + i, sizeof block);
-    for (int g = 0; g < kClassGroup; ++g) {
+    std::memcpy(&block, fields + i, sizeof block);
+    for (int g = 0; g < kFieldGroup; ++g) {
       // Subtracting the compare (0xff when true), not a select: GCC turns a select on 64-byte
       // vectors into scalar code in the AVX2 and SSE2 copies.
       matches[g] -= (Uint8x64)(block == static_cast<uint8_t>(first + g));
     }
   }
   int64_t counted = 0;
-  for (int g = 0; g < kClassGroup; ++g) {
+  for (int g = 0; g < kFieldGroup; ++g) {
     const int64_t matched = byte_lanes_total(matches[g]);
     totals[first + g] += matched;
     counted += matched;
@@ -289,21 +303,93 @@ __attribute__((always_inline)) inline int64_t count_magnitudes_above(const float
   return total;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MPNANNY_X86_COPIES 1
+#define MPNANNY_TRANSPOSE_TARGET "avx512f,avx512bw,avx512vl,avx512vbmi,avx512bitalg,gfni"
+// GCC 12's unmasked AVX-512 intrinsics pass _mm512_undefined_epi32() as their merge source, which
+// -Wmaybe-uninitialized reports in every caller (GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+/// Adds the byte lanes of a byte-transposition count to totals[0..7]: byte k of each of the 8
+/// qwords counts window place k.
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline int64_t add_window_counts(__m512i counts,
+                                                                                  int64_t* totals) {
+  // Widened to 16 bits before the qwords are added: eight qwords of up to 128 each.
+  const __m512i words = _mm512_add_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(counts)),
+                                         _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(counts, 1)));
+  const __m256i halves = _mm256_add_epi16(_mm512_castsi512_si256(words), _mm512_extracti64x4_epi64(words, 1));
+  const __m128i places = _mm_add_epi16(_mm256_castsi256_si128(halves), _mm256_extracti128_si256(halves, 1));
+  alignas(16) uint16_t place_counts[8];
+  _mm_store_si128(reinterpret_cast<__m128i*>(place_counts), places);
+  int64_t counted = 0;
+  for (int place = 0; place < 8; ++place) {
+    totals[place] += place_counts[place];
+    counted += place_counts[place];
+  }
+  return counted;
+}
+
+/// Counts the fields first .. last among `count` (a multiple of 64, at most kBlock) field bytes
+/// into `totals`, by byte transposition, kFieldWindow fields per read of the bytes. Returns how
+/// many it counted.
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields_by_transposition(
+    const uint8_t* fields, int64_t count, int first, int last, int64_t* totals) {
+  // A window place's byte lane gains at most one per 8 elements: 128 after 1024 elements.
+  constexpr int64_t kFlushEvery = 1024;
+  alignas(64) static constexpr uint8_t kOneHot[2][64] = {
+      {1, 2, 4, 8, 16, 32, 64, 128}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, 128}};
+  const __m512i low_one_hot = _mm512_load_si512(kOneHot[0]);
+  const __m512i high_one_hot = _mm512_load_si512(kOneHot[1]);
+  // With each element's one-hot byte as the matrix, the affine transform of the bytes 2^k
+  // yields bit k of the qword's 8 bytes in byte k.
+  const __m512i transpose = _mm512_set1_epi64(static_cast<int64_t>(0x8040201008040201ull));
+  const __m512i outside = _mm512_set1_epi8(63);  // a place whose one-hot byte is 0 in both tables
+  int64_t counted = 0;
+  for (int low = first; low <= last; low += kFieldWindow) {
+    const __m512i window_start = _mm512_set1_epi8(static_cast<char>(low));
+    for (int64_t start = 0; start < count; start += kFlushEvery) {
+      const int64_t end = std::min(count, start + kFlushEvery);
+      __m512i low_counts = _mm512_setzero_si512(), high_counts = _mm512_setzero_si512();
+      for (int64_t i = start; i < end; i += 64) {
+        // Fields below the window wrap to 256 - low and up (over 63: the fast path's fields
+        // are at most 186), fields above it exceed 15: both land on a zero byte of the tables.
+        const __m512i place =
+            _mm512_min_epu8(_mm512_sub_epi8(_mm512_loadu_si512(fields + i), window_start), outside);
+        low_counts = _mm512_add_epi8(low_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(
+                                                     transpose, _mm512_permutexvar_epi8(place, low_one_hot), 0)));
+        high_counts = _mm512_add_epi8(high_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(
+                                                       transpose, _mm512_permutexvar_epi8(place, high_one_hot), 0)));
+      }
+      counted += add_window_counts(low_counts, totals + low);
+      counted += add_window_counts(high_counts, totals + low + 8);
+    }
+  }
+  return counted;
+}
+#pragma GCC diagnostic pop
+#endif
+
+/// How the fast path counts its exponent fields (see the comment at kBlock).
+enum class FieldCounting { kCompare, kTranspose };
+
+/// Shuffle masks over two 64-byte vectors (indices 0..127): the low byte of each of their 32
+/// int32 lanes, twice; and the low 32 bytes of each.
+constexpr Uint8x64 kLowBytesOfLanes = {0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124, 0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124};
+constexpr Uint8x64 kLowHalves = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95};
+
 /// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats of a block.
 /// Returns false, having changed nothing, when the block holds a value it does not handle.
+template <FieldCounting kCounting>
 __attribute__((always_inline)) inline bool scan_ordinary_block(const float* values, int64_t count,
                                                                ChunkCounts& counts) {
   const Int32x16 magnitude_mask = Int32x16{} + 0x7fffffff;
-  // class = 0 for zero, else 1 + histogram_bucket_of_exponent_field(field): field - 127 -
-  // kHistogramMinExponent + 2, clamped to [1, kClasses - 1].
-  const Int32x16 class_offset = Int32x16{} + (2 - 127 - kHistogramMinExponent);
-  const Int32x16 last_class = Int32x16{} + (kClasses - 1);
   Int32x16 max_bits{};
   Uint32x16 min_bits_less_one = Uint32x16{} + 0xffffffffu;  // bits - 1: zeros wrap to the top
   Float32x16 sum[kAccumulators] = {}, sum_squares[kAccumulators] = {};
-  alignas(64) uint8_t class_bytes[kBlock];
+  alignas(64) uint8_t field_bytes[kBlock];
   for (int64_t i = 0; i < count; i += kStep) {
-    Int32x16 classes[kAccumulators];
+    Int32x16 fields[kAccumulators];
     for (int a = 0; a < kAccumulators; ++a) {
       Float32x16 value;
       std::memcpy(&value, values + i + a * kVectorLanes, sizeof value);
@@ -313,14 +399,20 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
       min_bits_less_one = less_one < min_bits_less_one ? less_one : min_bits_less_one;
       sum[a] += value;
       sum_squares[a] += value * value;
-      const Int32x16 nonzero = -(bits != 0);
-      const Int32x16 raised = (bits >> 23) + class_offset;
-      const Int32x16 at_least = raised > nonzero ? raised : nonzero;
-      classes[a] = at_least < last_class ? at_least : last_class;
+      fields[a] = bits >> 23;
     }
-    for (int a = 0; a < kAccumulators; ++a) {
-      const Uint8x16 bytes = __builtin_convertvector(classes[a], Uint8x16);
-      std::memcpy(class_bytes + i + a * kVectorLanes, &bytes, sizeof bytes);
+    if constexpr (kCounting == FieldCounting::kTranspose) {
+      // The low byte of each lane, gathered by two-source byte shuffles (VBMI's vpermt2b) and
+      // one 256-bit insert: three operations for 64 fields, where narrowing takes eight.
+      const Uint8x64 first_half = __builtin_shuffle((Uint8x64)fields[0], (Uint8x64)fields[1], kLowBytesOfLanes);
+      const Uint8x64 second_half = __builtin_shuffle((Uint8x64)fields[2], (Uint8x64)fields[3], kLowBytesOfLanes);
+      const Uint8x64 all = __builtin_shuffle(first_half, second_half, kLowHalves);
+      std::memcpy(field_bytes + i, &all, sizeof all);
+    } else {
+      for (int a = 0; a < kAccumulators; ++a) {
+        const Uint8x16 narrowed = __builtin_convertvector(fields[a], Uint8x16);
+        std::memcpy(field_bytes + i + a * kVectorLanes, &narrowed, sizeof narrowed);
+      }
     }
   }
   int32_t block_max = 0;
@@ -333,18 +425,22 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
   const int32_t block_min = static_cast<int32_t>(block_min_less_one + 1u);
   if (block_max >= kOrdinaryMaxBits || (has_nonzero && block_min < kOrdinaryMinBits)) return false;
 
-  // Non-zero elements have the classes of the block's smallest to largest non-zero magnitude;
+  // Non-zero elements have the fields of the block's smallest to largest non-zero magnitude;
   // the rest are zeros.
   int64_t nonzero = 0;
   if (has_nonzero) {
-    const auto class_of = [](int32_t bits) {
-      return std::clamp((bits >> 23) + (2 - 127 - kHistogramMinExponent), 1, kClasses - 1);
-    };
-    for (int first = class_of(block_min), last = class_of(block_max); first <= last; first += kClassGroup) {
-      nonzero += count_class_group(class_bytes, count, first, counts.class_totals);
+    const int first = block_min >> 23, last = block_max >> 23;
+#ifdef MPNANNY_X86_COPIES
+    if constexpr (kCounting == FieldCounting::kTranspose) {
+      nonzero = count_fields_by_transposition(field_bytes, count, first, last, counts.ordinary_fields);
+    }
+#endif
+    if constexpr (kCounting == FieldCounting::kCompare) {
+      for (int group = first; group <= last; group += kFieldGroup) {
+        nonzero += count_field_group(field_bytes, count, group, counts.ordinary_fields);
+      }
     }
   }
-  counts.class_totals[0] += count - nonzero;
   // The fp16 limits fall inside histogram buckets, so the elements beyond them are counted here,
   // in a second read of the block, only where the block's range reaches them: nearly never for
   // the upper limit, and for the lower one only where the block holds magnitudes below 2^-24.
@@ -371,12 +467,13 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
 }
 
 /// Reads `count` (at most kBlock) contiguous floats into `counts`. Inlined into a baseline, an
-/// AVX2 and an AVX-512 copy (see pick_run_scanner).
+/// AVX2, an AVX-512 and a transposing AVX-512 copy (see pick_run_scanner).
+template <FieldCounting kCounting>
 __attribute__((always_inline)) inline void scan_float_block(const float* values, int64_t count,
                                                             ChunkCounts& counts) {
   const int64_t vectorized = count - count % kStep;
   int64_t done = 0;
-  if (vectorized > 0 && scan_ordinary_block(values, vectorized, counts)) {
+  if (vectorized > 0 && scan_ordinary_block<kCounting>(values, vectorized, counts)) {
     done = vectorized;
   }
   if (done < count) scan_general_block(values + done, count - done, counts);
@@ -397,13 +494,13 @@ __attribute__((always_inline)) inline const float* widen_block(const Scalar* sou
   return buffer;
 }
 
-template <typename Scalar>
+template <typename Scalar, FieldCounting kCounting = FieldCounting::kCompare>
 __attribute__((always_inline)) inline void scan_run(const Scalar* source, int64_t stride, int64_t count,
                                                     ChunkCounts& counts) {
   alignas(64) float buffer[kBlock];
   for (int64_t done = 0; done < count;) {
     const int64_t block = std::min(kBlock, count - done);
-    scan_float_block(widen_block(source + done * stride, stride, block, buffer), block, counts);
+    scan_float_block<kCounting>(widen_block(source + done * stride, stride, block, buffer), block, counts);
     done += block;
   }
 }
@@ -434,11 +531,19 @@ __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c"))) void
     const Scalar* source, int64_t stride, int64_t count, ChunkCounts& counts) {
   scan_run(source, stride, count, counts);
 }
+
+// AVX-512 with VBMI, BITALG and GFNI: the same, with the fields counted by byte transposition.
+template <typename Scalar>
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vbmi,avx512bitalg,gfni,avx2,fma,f16c"))) void
+scan_run_avx512_transpose(const Scalar* source, int64_t stride, int64_t count, ChunkCounts& counts) {
+  scan_run<Scalar, FieldCounting::kTranspose>(source, stride, count, counts);
+}
 #endif
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-/// MPNANNY_STATS_ISA=baseline|avx2 caps the instruction set the kernel uses: a machine with
-/// AVX-512 would otherwise only ever test its AVX-512 copy (CTest runs the stat tests once per cap).
+/// MPNANNY_STATS_ISA=baseline|avx2|avx512 caps the instruction set the kernel uses: a machine
+/// with the transposing copy would otherwise only ever test that one (CTest runs the stat tests
+/// once per cap).
 std::string stats_isa_cap() {
   const char* cap = std::getenv("MPNANNY_STATS_ISA");
   return cap ? std::string(cap) : std::string();
@@ -450,10 +555,12 @@ RunScanner<Scalar> pick_run_scanner() {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
   const std::string cap = stats_isa_cap();
   if (cap == "baseline") return &scan_run_baseline<Scalar>;
-  if (cap != "avx2" && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
-    return &scan_run_avx512<Scalar>;
-  }
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  const bool transpose = avx512 && __builtin_cpu_supports("avx512vbmi") &&
+                         __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("gfni");
+  if (cap != "avx2" && cap != "avx512" && transpose) return &scan_run_avx512_transpose<Scalar>;
+  if (cap != "avx2" && avx512) return &scan_run_avx512<Scalar>;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
     return &scan_run_avx2<Scalar>;
   }

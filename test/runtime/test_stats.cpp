@@ -140,7 +140,7 @@ TEST(TensorStats, LargeTensorsSplitAcrossThreadsAgree) {
 }
 
 // The kernel reads whole blocks of 2048 ordinary values (zero, or magnitudes in [2^-60, 2^60))
-// on a vector path that derives most counts from each element's histogram class, and any other
+// on a vector path that derives most counts from each element's exponent field, and any other
 // block element by element: each block here holds the edge values of one rule or one of the
 // values that sends its block down the other path, among ordinary values.
 TEST(TensorStats, EdgeValuesInsideLongBlocksAgree) {
@@ -186,6 +186,8 @@ TEST(TensorStats, EdgeValuesInsideLongBlocksAgree) {
   // Every element in its own class between 2^-60 and 2^60, through the vector path.
   const at::Tensor binades = at::pow(2.0, at::arange(-60, 60, at::kFloat)).repeat({20});
   expect_same_stats(binades, "one value per binade");
+  // Every element in one binade: the most any count in a block can reach (2048 of one field).
+  expect_same_stats(at::full({3 * kBlock}, -1.5f), "one value repeated");
 }
 
 // Each thread keeps its counters between calls and leaves them zero after each one: a call that
