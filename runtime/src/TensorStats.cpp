@@ -10,6 +10,7 @@
 #include <cmath>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -63,28 +64,31 @@ namespace {
 // Float, half and bfloat16 (widened to float exactly) are read in blocks of kBlock elements.
 //
 // Fast path (scan_ordinary_block): a block whose magnitudes are all zero or in [2^-60, 2^60) --
-// no NaN, no Inf, no fp32 subnormal; nearly every block of a training run -- is read with 16-lane
-// vectors (GCC vector extensions; AVX-512, AVX2 or SSE2 by the copy it is inlined into), doing as
-// little per element as possible:
-//   - no compare for the fp16 limits: they fall inside histogram buckets, and a second read of
-//     the block counts the elements beyond them only where its range reaches them (above fp16's
-//     max; at or below 2^-24, where fp16's flush limit 2^-25 lies);
-//   - max |x| and min non-zero |x| on the magnitude's bits (ordered like the values);
-//   - sum and sum of squares in float, four accumulators of 16 lanes so that each lane adds at
-//     most 32 values per block; the block's lanes are then added in double. The range bounds
-//     keep every square a normal float and every lane's sum far below float's max, so the
-//     relative error stays below 2e-6;
-//   - each element's exponent field (0 for zero: the fast path has no fp32 subnormal), stored
-//     as a byte; the block's bytes, still in L1, are then counted from the field of the block's
-//     smallest non-zero magnitude to that of its largest: a dozen or so fields for a block of
-//     trained weights or activations. Zeros are the elements left over. Two ways to count:
+// no NaN, no Inf, no fp32 subnormal; nearly every block of a training run -- is read with GCC
+// vector extensions, in vectors of the width of the copy it is inlined into (VectorTypes), doing
+// as little per element as possible:
+//   - no compare for the fp16 limits: they fall inside binades, and a second read of the block
+//     counts the elements beyond them only where its fields reach them (above fp16's max; at or
+//     below 2^-24, where fp16's flush limit 2^-25 lies);
+//   - max |x| on the magnitude's bits (ordered like the values); min non-zero |x| from a second
+//     read, in L1, of the few blocks that may hold it (exact_min_nonzero_bits);
+//   - sum and sum of squares in float, 64 accumulator lanes (element i of a block goes to lane
+//     i mod 64, whatever the vector width) so that each lane adds at most 32 values per block;
+//     the block's lanes are then added in double, in one order. Every copy thus rounds alike.
+//     The range bounds keep every square a normal float and every lane's sum far below float's
+//     max, so the relative error stays below 2e-6;
+//   - each element's exponent field (0 for zero and fp32 subnormals, which a second read tells
+//     apart), stored as a byte; the block's bytes, still in L1, are then counted from the field
+//     of the block's smallest non-zero magnitude to that of its largest: a dozen or so fields
+//     for a block of trained weights or activations. Zeros are the elements left over. Two ways
+//     to count:
 //       * byte transposition, where the CPU has AVX512-VBMI, BITALG and GFNI (Ice Lake, Zen 4
 //         and later): a table lookup turns each byte into a one-hot bit for its place in a
 //         window of 8 fields, a GF(2) affine transform transposes each 8x8 bit block so that
 //         byte k gathers bit k of 8 elements, and a byte popcount adds them: four operations
-//         count 8 fields for 64 elements (count_field_window);
+//         count 8 fields for 64 elements (count_fields_by_transposition);
 //       * otherwise vector compares, one field at a time (in groups of kFieldGroup): two or
-//         three operations per field for 64 elements (count_field_group).
+//         three operations per field for a vector of bytes (count_field_group).
 //     A scalar increment per element (or per pair of elements) costs more than either.
 // The fast path's other counts follow from the fields (finish_float_counts): zeros are the
 // elements no field counted, values at or above fp16's smallest normal (2^-14) have fields 113
@@ -94,9 +98,9 @@ namespace {
 // ElementClass.h's classify_magnitude_lane, sums in double, no data-dependent branch, exponent
 // fields counted one by one.
 constexpr int64_t kBlock = 2048;
-constexpr int64_t kVectorLanes = 16;
-constexpr int64_t kAccumulators = 4;
-constexpr int64_t kStep = kVectorLanes * kAccumulators;
+/// Elements per iteration of the fast path: its accumulator lanes, and the field bytes gathered
+/// at once.
+constexpr int64_t kStep = 64;
 constexpr int64_t kFoldEvery = int64_t{1} << 30;  // the general path's uint32 field bins cannot overflow
 constexpr int32_t kInfinityBits = static_cast<int32_t>(Fp32Thresholds::kInfinity);
 constexpr int32_t kOrdinaryMaxBits = 0x5d800000;  // 2^60: exclusive bound of the fast path
@@ -112,13 +116,21 @@ constexpr int kFieldWindow = 16;
 /// The exponent field of fp16's smallest normal, 2^-14.
 constexpr int kFp16NormalField = 127 - 14;
 
-typedef int32_t Int32x16 __attribute__((vector_size(64)));
-typedef uint32_t Uint32x16 __attribute__((vector_size(64)));
-typedef float Float32x16 __attribute__((vector_size(64)));
-typedef uint8_t Uint8x16 __attribute__((vector_size(16)));
+/// GCC vector types of kWidth bytes: 64 in the AVX-512 copies, 32 in the AVX2 copy, 16 in the
+/// baseline copy (SSE2, or NEON on ARM). Each copy works in its machine's width: GCC lowers the
+/// compares and selects of wider vectors element by element, in scalar code, which made the AVX2
+/// and baseline copies forty times slower than the AVX-512 one.
+template <int kWidth>
+struct VectorTypes {
+  typedef float Float __attribute__((vector_size(kWidth)));
+  typedef int32_t Int __attribute__((vector_size(kWidth)));
+  typedef uint32_t Uint __attribute__((vector_size(kWidth)));
+  typedef uint8_t Byte __attribute__((vector_size(kWidth)));
+  typedef uint64_t Word __attribute__((vector_size(kWidth)));
+  static constexpr int kLanes = kWidth / 4;  // float or int32 lanes
+  static constexpr int kVectorsPerStep = kStep / kLanes;
+};
 typedef uint8_t Uint8x64 __attribute__((vector_size(64)));
-typedef uint64_t Uint64x8 __attribute__((vector_size(64)));
-typedef double Float64x16 __attribute__((vector_size(128)));
 
 /// The general path's per-element counters. They are left all zero after every fold, so one set
 /// per thread serves every call on that thread without being cleared again (a kernel call on a
@@ -194,36 +206,45 @@ __attribute__((always_inline)) inline void count_values(const uint8_t* values, i
   for (; i < count; ++i) ++bins[0][values[i]];
 }
 
-/// The sum of a vector's 64 byte lanes (each at most kBlock / 64, so no 16-bit sum overflows).
-__attribute__((always_inline)) inline int64_t byte_lanes_total(Uint8x64 bytes) {
-  const Uint64x8 even_bytes = Uint64x8{} + 0x00ff00ff00ff00ffull;
-  Uint64x8 words = (Uint64x8)bytes;
+/// The sum of a vector's byte lanes (each at most kBlock / 16, so no 16-bit sum overflows).
+template <int kWidth>
+__attribute__((always_inline)) inline int64_t byte_lanes_total(typename VectorTypes<kWidth>::Byte bytes) {
+  using Word = typename VectorTypes<kWidth>::Word;
+  const Word even_bytes = Word{} + 0x00ff00ff00ff00ffull;
+  Word words = (Word)bytes;
   words = (words & even_bytes) + ((words >> 8) & even_bytes);  // four 16-bit sums per word
   words += words >> 16;
   words += words >> 32;
   int64_t total = 0;
-  for (int lane = 0; lane < 8; ++lane) total += static_cast<int64_t>(words[lane] & 0xffff);
+  for (int lane = 0; lane < kWidth / 8; ++lane) total += static_cast<int64_t>(words[lane] & 0xffff);
   return total;
 }
 
-/// Counts the fields first .. first + kFieldGroup - 1 among `count` (a multiple of 64, at most
-/// kBlock) field bytes into `totals`: one compare and one subtract per field for 64 elements, in
-/// byte lanes. Returns how many it counted.
+/// Counts the fields first .. first + kFieldGroup - 1 among `count` (a multiple of kStep, at most
+/// kBlock) field bytes into `totals`: one compare and one subtract per field for a vector of
+/// bytes. Returns how many it counted.
+template <int kWidth>
 __attribute__((always_inline)) inline int64_t count_field_group(const uint8_t* fields, int64_t count, int first,
                                                                 int64_t* totals) {
-  Uint8x64 matches[kFieldGroup] = {};
-  for (int64_t i = 0; i < count; i += 64) {
-    Uint8x64 block;
+  using Byte = typename VectorTypes<kWidth>::Byte;
+  Byte matches[kFieldGroup] = {};
+  for (int64_t i = 0; i < count; i += kWidth) {
+    Byte block;
     std::memcpy(&block, fields + i, sizeof block);
     for (int g = 0; g < kFieldGroup; ++g) {
-      // Subtracting the compare (0xff when true), not a select: GCC turns a select on 64-byte
-      // vectors into scalar code in the AVX2 and SSE2 copies.
-      matches[g] -= (Uint8x64)(block == static_cast<uint8_t>(first + g));
+      const uint8_t field = static_cast<uint8_t>(first + g);
+      if constexpr (kWidth == 64) {
+        // AVX-512 compares into a mask register: a masked add takes one operation where turning
+        // the mask into bytes to subtract takes two.
+        matches[g] = block == field ? matches[g] + 1 : matches[g];
+      } else {
+        matches[g] -= (Byte)(block == field);  // a true compare is 0xff
+      }
     }
   }
   int64_t counted = 0;
   for (int g = 0; g < kFieldGroup; ++g) {
-    const int64_t matched = byte_lanes_total(matches[g]);
+    const int64_t matched = byte_lanes_total<kWidth>(matches[g]);
     totals[first + g] += matched;
     counted += matched;
   }
@@ -288,18 +309,20 @@ __attribute__((always_inline)) inline void scan_general_block(const float* value
 }
 
 /// How many of `count` (a multiple of kStep) floats have a magnitude whose bits exceed `bound`.
+template <int kWidth>
 __attribute__((always_inline)) inline int64_t count_magnitudes_above(const float* values, int64_t count,
                                                                      int32_t bound) {
-  const Int32x16 magnitude_mask = Int32x16{} + 0x7fffffff;
-  const Int32x16 bounds = Int32x16{} + bound;
-  Int32x16 above{};
-  for (int64_t i = 0; i < count; i += kVectorLanes) {
-    Float32x16 value;
+  using V = VectorTypes<kWidth>;
+  const typename V::Int magnitude_mask = typename V::Int{} + 0x7fffffff;
+  const typename V::Int bounds = typename V::Int{} + bound;
+  typename V::Int above{};
+  for (int64_t i = 0; i < count; i += V::kLanes) {
+    typename V::Float value;
     std::memcpy(&value, values + i, sizeof value);
-    above -= ((Int32x16)value & magnitude_mask) > bounds;  // a true compare is -1
+    above -= ((typename V::Int)value & magnitude_mask) > bounds;  // a true compare is -1
   }
   int64_t total = 0;
-  for (int lane = 0; lane < kVectorLanes; ++lane) total += above[lane];
+  for (int lane = 0; lane < V::kLanes; ++lane) total += above[lane];
   return total;
 }
 
@@ -373,107 +396,162 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields
 /// How the fast path counts its exponent fields (see the comment at kBlock).
 enum class FieldCounting { kCompare, kTranspose };
 
-/// Shuffle masks over two 64-byte vectors (indices 0..127): the low byte of each of their 32
+/// Shuffle masks over two 64-byte vectors (indices 0..127): the top byte of each of their 32
 /// int32 lanes, twice; and the low 32 bytes of each.
-constexpr Uint8x64 kLowBytesOfLanes = {0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124, 0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124};
+constexpr Uint8x64 kTopBytesOfLanes = {3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63, 67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127, 3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63, 67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127};
 constexpr Uint8x64 kLowHalves = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95};
 
-/// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats of a block.
-/// Returns false, having changed nothing, when the block holds a value it does not handle.
-template <FieldCounting kCounting>
+/// The smallest non-zero magnitude, as bits, among `count` (a multiple of kStep) floats;
+/// kInfinityBits where all are zero.
+template <int kWidth>
+__attribute__((always_inline)) inline int32_t exact_min_nonzero_bits(const float* values, int64_t count) {
+  using V = VectorTypes<kWidth>;
+  constexpr uint32_t kNoneLessOne = 2u * kInfinityBits - 1u;
+  typename V::Uint minima_less_one = typename V::Uint{} + kNoneLessOne;
+  for (int64_t i = 0; i < count; i += V::kLanes) {
+    typename V::Float value;
+    std::memcpy(&value, values + i, sizeof value);
+    // The magnitude's bits, doubled (the sign shifted out), less one: zeros wrap to the top.
+    const typename V::Uint less_one = ((typename V::Uint)value << 1) - 1u;
+    minima_less_one = less_one < minima_less_one ? less_one : minima_less_one;
+  }
+  uint32_t min_less_one = kNoneLessOne;
+  for (int lane = 0; lane < V::kLanes; ++lane) min_less_one = std::min(min_less_one, minima_less_one[lane]);
+  return static_cast<int32_t>((min_less_one + 1u) >> 1);
+}
+
+/// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats of a block,
+/// in vectors of kWidth bytes. Returns false, having changed nothing, when the block holds a
+/// value it does not handle.
+template <int kWidth, FieldCounting kCounting>
 __attribute__((always_inline)) inline bool scan_ordinary_block(const float* values, int64_t count,
                                                                ChunkCounts& counts) {
-  const Int32x16 magnitude_mask = Int32x16{} + 0x7fffffff;
-  Int32x16 max_bits{};
-  Uint32x16 min_bits_less_one = Uint32x16{} + 0xffffffffu;  // bits - 1: zeros wrap to the top
-  Float32x16 sum[kAccumulators] = {}, sum_squares[kAccumulators] = {};
+  using V = VectorTypes<kWidth>;
+  using Uint = typename V::Uint;
+  using Byte = typename V::Byte;
+  constexpr int kVectors = V::kVectorsPerStep;
+  typename V::Float sum[kVectors] = {}, sum_squares[kVectors] = {};
+  // The largest magnitude, as its bits doubled (the sign shifted out); the smallest exponent
+  // field, and the smallest non-zero one less one (zeros wrap to the top), in byte lanes.
+  Uint max_doubled{};
+  Byte min_fields = Byte{} + 0xff, min_fields_less_one = Byte{} + 0xff;
   alignas(64) uint8_t field_bytes[kBlock];
   for (int64_t i = 0; i < count; i += kStep) {
-    Int32x16 fields[kAccumulators];
-    for (int a = 0; a < kAccumulators; ++a) {
-      Float32x16 value;
-      std::memcpy(&value, values + i + a * kVectorLanes, sizeof value);
-      const Int32x16 bits = (Int32x16)value & magnitude_mask;  // a cast between vectors keeps the bits
-      max_bits = bits > max_bits ? bits : max_bits;
-      const Uint32x16 less_one = (Uint32x16)bits - 1u;
-      min_bits_less_one = less_one < min_bits_less_one ? less_one : min_bits_less_one;
+    Uint doubled[kVectors];
+    for (int a = 0; a < kVectors; ++a) {
+      typename V::Float value;
+      std::memcpy(&value, values + i + a * V::kLanes, sizeof value);
       sum[a] += value;
       sum_squares[a] += value * value;
-      fields[a] = bits >> 23;
+      doubled[a] = (Uint)value << 1;  // a cast between vectors keeps the bits; the exponent field is the top byte
+      max_doubled = doubled[a] > max_doubled ? doubled[a] : max_doubled;
     }
+    // The 64 fields as bytes, in any order: only their counts matter.
     if constexpr (kCounting == FieldCounting::kTranspose) {
-      // The low byte of each lane, gathered by two-source byte shuffles (VBMI's vpermt2b) and
-      // one 256-bit insert: three operations for 64 fields, where narrowing takes eight.
-      const Uint8x64 first_half = __builtin_shuffle((Uint8x64)fields[0], (Uint8x64)fields[1], kLowBytesOfLanes);
-      const Uint8x64 second_half = __builtin_shuffle((Uint8x64)fields[2], (Uint8x64)fields[3], kLowBytesOfLanes);
-      const Uint8x64 all = __builtin_shuffle(first_half, second_half, kLowHalves);
-      std::memcpy(field_bytes + i, &all, sizeof all);
+      static_assert(kWidth == 64, "byte transposition runs on 64-byte vectors");
+      // The top byte of each lane, gathered by two-source byte shuffles (VBMI's vpermt2b): three
+      // operations for 64 fields.
+      const Uint8x64 first_half = __builtin_shuffle((Uint8x64)doubled[0], (Uint8x64)doubled[1], kTopBytesOfLanes);
+      const Uint8x64 second_half = __builtin_shuffle((Uint8x64)doubled[2], (Uint8x64)doubled[3], kTopBytesOfLanes);
+      const Uint8x64 fields = __builtin_shuffle(first_half, second_half, kLowHalves);
+      std::memcpy(field_bytes + i, &fields, sizeof fields);
     } else {
-      for (int a = 0; a < kAccumulators; ++a) {
-        const Uint8x16 narrowed = __builtin_convertvector(fields[a], Uint8x16);
-        std::memcpy(field_bytes + i + a * kVectorLanes, &narrowed, sizeof narrowed);
+      // Four vectors' top bytes packed into one by shifts and masks, which every vector unit has:
+      // nine operations for four vectors.
+      for (int a = 0; a < kVectors; a += 4) {
+        const Uint packed = (doubled[a] >> 24) | ((doubled[a + 1] >> 16) & 0xff00u) |
+                            ((doubled[a + 2] >> 8) & 0xff0000u) | (doubled[a + 3] & 0xff000000u);
+        std::memcpy(field_bytes + i + a * V::kLanes, &packed, sizeof packed);
       }
     }
+    for (int b = 0; b < kStep; b += kWidth) {
+      Byte fields;
+      std::memcpy(&fields, field_bytes + i + b, sizeof fields);
+      min_fields = fields < min_fields ? fields : min_fields;
+      const Byte less_one = fields - 1;
+      min_fields_less_one = less_one < min_fields_less_one ? less_one : min_fields_less_one;
+    }
   }
-  int32_t block_max = 0;
-  uint32_t block_min_less_one = 0xffffffffu;
-  for (int lane = 0; lane < kVectorLanes; ++lane) {
-    block_max = std::max(block_max, max_bits[lane]);
-    block_min_less_one = std::min(block_min_less_one, min_bits_less_one[lane]);
+  uint32_t block_max_doubled = 0;
+  for (int lane = 0; lane < V::kLanes; ++lane) block_max_doubled = std::max(block_max_doubled, max_doubled[lane]);
+  const auto block_max = static_cast<int32_t>(block_max_doubled >> 1);
+  const int max_field = block_max >> 23;
+  int min_field_less_one = 0xff, lowest_field = 0xff;
+  for (int lane = 0; lane < kWidth; ++lane) {
+    min_field_less_one = std::min<int>(min_field_less_one, min_fields_less_one[lane]);
+    lowest_field = std::min<int>(lowest_field, min_fields[lane]);
   }
-  const bool has_nonzero = block_min_less_one != 0xffffffffu;
-  const int32_t block_min = static_cast<int32_t>(block_min_less_one + 1u);
-  if (block_max >= kOrdinaryMaxBits || (has_nonzero && block_min < kOrdinaryMinBits)) return false;
+  const bool has_nonzero = min_field_less_one != 0xff;
+  const int min_field = min_field_less_one + 1;
+  // The bounds are powers of two, so fields decide them exactly.
+  if (max_field >= (kOrdinaryMaxBits >> 23) || (has_nonzero && min_field < (kOrdinaryMinBits >> 23))) return false;
+  // The exact smallest non-zero magnitude costs two operations per vector, so the block is read
+  // again for it (in L1) only where needed: where field 0 holds elements, zeros or fp32
+  // subnormals alike (a subnormal sends the block down the general path), and where the block
+  // may hold the chunk's smallest magnitude (a field at or below the chunk's so far: for values
+  // drawn from one distribution, the first few blocks and then rarely).
+  if (lowest_field == 0 || min_field <= (counts.min_nonzero_bits >> 23)) {
+    const int32_t block_min = exact_min_nonzero_bits<kWidth>(values, count);
+    if (block_min < kOrdinaryMinBits) return false;
+    counts.min_nonzero_bits = std::min(counts.min_nonzero_bits, block_min);
+  }
+  counts.max_bits = std::max(counts.max_bits, block_max);
 
   // Non-zero elements have the fields of the block's smallest to largest non-zero magnitude;
   // the rest are zeros.
   int64_t nonzero = 0;
   if (has_nonzero) {
-    const int first = block_min >> 23, last = block_max >> 23;
 #ifdef MPNANNY_X86_COPIES
     if constexpr (kCounting == FieldCounting::kTranspose) {
-      nonzero = count_fields_by_transposition(field_bytes, count, first, last, counts.ordinary_fields);
+      nonzero = count_fields_by_transposition(field_bytes, count, min_field, max_field, counts.ordinary_fields);
     }
 #endif
     if constexpr (kCounting == FieldCounting::kCompare) {
-      for (int group = first; group <= last; group += kFieldGroup) {
-        nonzero += count_field_group(field_bytes, count, group, counts.ordinary_fields);
+      for (int group = min_field; group <= max_field; group += kFieldGroup) {
+        nonzero += count_field_group<kWidth>(field_bytes, count, group, counts.ordinary_fields);
       }
     }
   }
-  // The fp16 limits fall inside histogram buckets, so the elements beyond them are counted here,
-  // in a second read of the block, only where the block's range reaches them: nearly never for
-  // the upper limit, and for the lower one only where the block holds magnitudes below 2^-24.
+  // The fp16 limits fall inside binades, so the elements beyond them are counted here, in a
+  // second read of the block, only where the block's fields reach them: nearly never for the
+  // upper limit (65504, in field 142), and for the lower one (2^-25, the start of field 102)
+  // only where the block holds magnitudes below 2^-24.
   constexpr auto kFp16MaxBits = static_cast<int32_t>(Fp32Thresholds::kFp16Max);
   constexpr auto kFp16FlushBits = static_cast<int32_t>(Fp32Thresholds::kFp16FlushAtOrBelow);
-  if (block_max > kFp16MaxBits) counts.fp16_overflow += count_magnitudes_above(values, count, kFp16MaxBits);
+  if (max_field >= (kFp16MaxBits >> 23)) {
+    counts.fp16_overflow += count_magnitudes_above<kWidth>(values, count, kFp16MaxBits);
+  }
   if (has_nonzero) {
-    counts.ordinary_above_fp16_flush +=
-        block_min > kFp16FlushBits ? nonzero : count_magnitudes_above(values, count, kFp16FlushBits);
+    counts.ordinary_above_fp16_flush += min_field > (kFp16FlushBits >> 23)
+                                            ? nonzero
+                                            : count_magnitudes_above<kWidth>(values, count, kFp16FlushBits);
   }
-  Float64x16 block_sum{}, block_sum_squares{};
-  for (int a = 0; a < kAccumulators; ++a) {
-    block_sum += __builtin_convertvector(sum[a], Float64x16);
-    block_sum_squares += __builtin_convertvector(sum_squares[a], Float64x16);
-  }
-  for (int lane = 0; lane < kVectorLanes; ++lane) {
-    counts.sum += block_sum[lane];
-    counts.sum_squares += block_sum_squares[lane];
+  // The 64 lanes in double, in one order whatever the vector width: lane l of the block sum is
+  // ((lane l + lane 16 + l) + lane 32 + l) + lane 48 + l.
+  float lanes[kStep], square_lanes[kStep];
+  std::memcpy(lanes, sum, sizeof lanes);
+  std::memcpy(square_lanes, sum_squares, sizeof square_lanes);
+  for (int lane = 0; lane < 16; ++lane) {
+    double block_sum = 0, block_sum_squares = 0;
+    for (int quarter = 0; quarter < kStep; quarter += 16) {
+      block_sum += lanes[quarter + lane];
+      block_sum_squares += square_lanes[quarter + lane];
+    }
+    counts.sum += block_sum;
+    counts.sum_squares += block_sum_squares;
   }
   counts.ordinary_count += count;
-  counts.max_bits = std::max(counts.max_bits, block_max);
-  if (has_nonzero) counts.min_nonzero_bits = std::min(counts.min_nonzero_bits, block_min);
   return true;
 }
 
 /// Reads `count` (at most kBlock) contiguous floats into `counts`. Inlined into a baseline, an
 /// AVX2, an AVX-512 and a transposing AVX-512 copy (see pick_run_scanner).
-template <FieldCounting kCounting>
+template <int kWidth, FieldCounting kCounting>
 __attribute__((always_inline)) inline void scan_float_block(const float* values, int64_t count,
                                                             ChunkCounts& counts) {
   const int64_t vectorized = count - count % kStep;
   int64_t done = 0;
-  if (vectorized > 0 && scan_ordinary_block<kCounting>(values, vectorized, counts)) {
+  if (vectorized > 0 && scan_ordinary_block<kWidth, kCounting>(values, vectorized, counts)) {
     done = vectorized;
   }
   if (done < count) scan_general_block(values + done, count - done, counts);
@@ -494,13 +572,13 @@ __attribute__((always_inline)) inline const float* widen_block(const Scalar* sou
   return buffer;
 }
 
-template <typename Scalar, FieldCounting kCounting = FieldCounting::kCompare>
+template <typename Scalar, int kWidth, FieldCounting kCounting = FieldCounting::kCompare>
 __attribute__((always_inline)) inline void scan_run(const Scalar* source, int64_t stride, int64_t count,
                                                     ChunkCounts& counts) {
   alignas(64) float buffer[kBlock];
   for (int64_t done = 0; done < count;) {
     const int64_t block = std::min(kBlock, count - done);
-    scan_float_block<kCounting>(widen_block(source + done * stride, stride, block, buffer), block, counts);
+    scan_float_block<kWidth, kCounting>(widen_block(source + done * stride, stride, block, buffer), block, counts);
     done += block;
   }
 }
@@ -511,7 +589,7 @@ using RunScanner = void (*)(const Scalar*, int64_t, int64_t, ChunkCounts&);
 
 template <typename Scalar>
 void scan_run_baseline(const Scalar* source, int64_t stride, int64_t count, ChunkCounts& counts) {
-  scan_run(source, stride, count, counts);
+  scan_run<Scalar, 16>(source, stride, count, counts);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -520,7 +598,7 @@ void scan_run_baseline(const Scalar* source, int64_t stride, int64_t count, Chun
 template <typename Scalar>
 __attribute__((target("avx2,fma,f16c"))) void scan_run_avx2(const Scalar* source, int64_t stride, int64_t count,
                                                            ChunkCounts& counts) {
-  scan_run(source, stride, count, counts);
+  scan_run<Scalar, 32>(source, stride, count, counts);
 }
 
 // AVX-512: the fast path's 16-lane vectors fill one register each, and the general path (256-bit
@@ -529,14 +607,14 @@ __attribute__((target("avx2,fma,f16c"))) void scan_run_avx2(const Scalar* source
 template <typename Scalar>
 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c"))) void scan_run_avx512(
     const Scalar* source, int64_t stride, int64_t count, ChunkCounts& counts) {
-  scan_run(source, stride, count, counts);
+  scan_run<Scalar, 64>(source, stride, count, counts);
 }
 
 // AVX-512 with VBMI, BITALG and GFNI: the same, with the fields counted by byte transposition.
 template <typename Scalar>
 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vbmi,avx512bitalg,gfni,avx2,fma,f16c"))) void
 scan_run_avx512_transpose(const Scalar* source, int64_t stride, int64_t count, ChunkCounts& counts) {
-  scan_run<Scalar, FieldCounting::kTranspose>(source, stride, count, counts);
+  scan_run<Scalar, 64, FieldCounting::kTranspose>(source, stride, count, counts);
 }
 #endif
 

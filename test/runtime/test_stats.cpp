@@ -190,6 +190,24 @@ TEST(TensorStats, EdgeValuesInsideLongBlocksAgree) {
   expect_same_stats(at::full({3 * kBlock}, -1.5f), "one value repeated");
 }
 
+// The vector path reads a block again for its exact smallest magnitude only where the block's
+// smallest binade reaches the smallest one seen so far: a later block whose smallest value lies in
+// the same binade as an earlier one's, but below it, must still set the minimum.
+TEST(TensorStats, SmallerMagnitudeInTheSameBinadeInALaterBlock) {
+  constexpr int64_t kBlock = 2048;
+  at::Tensor values = at::full({4 * kBlock}, 1.75f);
+  values[5] = 1.5f;
+  values[2 * kBlock + 9] = -1.25f;
+  values[3 * kBlock + 1] = 1.375f;
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);  // one chunk, read block after block
+  const TensorStats stats = compute_tensor_stats(values);
+  at::set_num_threads(threads);
+  EXPECT_EQ(stats.min_abs_nonzero, 1.25);
+  EXPECT_EQ(stats.max_abs, 1.75);
+  expect_same_stats(values, "default threads");
+}
+
 // Each thread keeps its counters between calls and leaves them zero after each one: a call that
 // left a count behind would show in the calls after it.
 TEST(TensorStats, CallsInARowOnOneThreadDoNotLeakCounts) {
