@@ -22,7 +22,10 @@
 #include "CudaStats.h"
 #endif
 
+// The stat kernel's x86 copies (AVX2, AVX-512, transposing AVX-512) are built with GCC's target
+// attributes; other compilers and CPUs get the baseline copy only.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MPNANNY_X86_COPIES 1
 #include <immintrin.h>
 #endif
 
@@ -87,8 +90,8 @@ namespace {
 //         window of 8 fields, a GF(2) affine transform transposes each 8x8 bit block so that
 //         byte k gathers bit k of 8 elements, and a byte popcount adds them: four operations
 //         count 8 fields for 64 elements (count_fields_by_transposition);
-//       * otherwise vector compares, one field at a time (in groups of kFieldGroup): two or
-//         three operations per field for a vector of bytes (count_field_group).
+//       * otherwise vector compares, one field at a time (in groups of kFieldGroup): two
+//         operations per field for a vector of bytes (count_field_group).
 //     A scalar increment per element (or per pair of elements) costs more than either.
 // The fast path's other counts follow from the fields (finish_float_counts): zeros are the
 // elements no field counted, values at or above fp16's smallest normal (2^-14) have fields 113
@@ -326,8 +329,7 @@ __attribute__((always_inline)) inline int64_t count_magnitudes_above(const float
   return total;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MPNANNY_X86_COPIES 1
+#ifdef MPNANNY_X86_COPIES
 #define MPNANNY_TRANSPOSE_TARGET "avx512f,avx512bw,avx512vl,avx512vbmi,avx512bitalg,gfni"
 // GCC 12's unmasked AVX-512 intrinsics pass _mm512_undefined_epi32() as their merge source, which
 // -Wmaybe-uninitialized reports in every caller (GCC bug 105593, fixed in GCC 13).
@@ -398,8 +400,16 @@ enum class FieldCounting { kCompare, kTranspose };
 
 /// Shuffle masks over two 64-byte vectors (indices 0..127): the top byte of each of their 32
 /// int32 lanes, twice; and the low 32 bytes of each.
-constexpr Uint8x64 kTopBytesOfLanes = {3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63, 67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127, 3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63, 67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127};
-constexpr Uint8x64 kLowHalves = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95};
+constexpr Uint8x64 kTopBytesOfLanes = {
+    3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63,
+    67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127,
+    3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63,
+    67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127};
+constexpr Uint8x64 kLowHalves = {
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+    16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+    64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
+    80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95};
 
 /// The smallest non-zero magnitude, as bits, among `count` (a multiple of kStep) floats;
 /// kInfinityBits where all are zero.
@@ -449,12 +459,14 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
     // The 64 fields as bytes, in any order: only their counts matter.
     if constexpr (kCounting == FieldCounting::kTranspose) {
       static_assert(kWidth == 64, "byte transposition runs on 64-byte vectors");
+#ifdef MPNANNY_X86_COPIES  // __builtin_shuffle is GCC's
       // The top byte of each lane, gathered by two-source byte shuffles (VBMI's vpermt2b): three
       // operations for 64 fields.
       const Uint8x64 first_half = __builtin_shuffle((Uint8x64)doubled[0], (Uint8x64)doubled[1], kTopBytesOfLanes);
       const Uint8x64 second_half = __builtin_shuffle((Uint8x64)doubled[2], (Uint8x64)doubled[3], kTopBytesOfLanes);
       const Uint8x64 fields = __builtin_shuffle(first_half, second_half, kLowHalves);
       std::memcpy(field_bytes + i, &fields, sizeof fields);
+#endif
     } else {
       // Four vectors' top bytes packed into one by shifts and masks, which every vector unit has:
       // nine operations for four vectors.
@@ -592,7 +604,7 @@ void scan_run_baseline(const Scalar* source, int64_t stride, int64_t count, Chun
   scan_run<Scalar, 16>(source, stride, count, counts);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#ifdef MPNANNY_X86_COPIES
 // AVX2 doubles the lanes of the classification and has F16C for half; chosen at load time, so
 // the library still runs on any x86-64.
 template <typename Scalar>
@@ -618,7 +630,7 @@ scan_run_avx512_transpose(const Scalar* source, int64_t stride, int64_t count, C
 }
 #endif
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#ifdef MPNANNY_X86_COPIES
 /// MPNANNY_STATS_ISA=baseline|avx2|avx512 caps the instruction set the kernel uses: a machine
 /// with the transposing copy would otherwise only ever test that one (CTest runs the stat tests
 /// once per cap).
@@ -630,7 +642,7 @@ std::string stats_isa_cap() {
 
 template <typename Scalar>
 RunScanner<Scalar> pick_run_scanner() {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#ifdef MPNANNY_X86_COPIES
   const std::string cap = stats_isa_cap();
   if (cap == "baseline") return &scan_run_baseline<Scalar>;
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
