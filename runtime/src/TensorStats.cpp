@@ -569,13 +569,35 @@ __attribute__((always_inline)) inline void scan_float_block(const float* values,
   if (done < count) scan_general_block(values + done, count - done, counts);
 }
 
+#ifdef MPNANNY_X86_COPIES
+/// Widens `count` contiguous halves exactly, eight at a time with F16C. GCC does not vectorize
+/// c10::Half's conversion in the AVX2 copy: 1.2 ns per element there, four times the rest of the
+/// pass.
+__attribute__((target("avx2,f16c"), noinline)) void widen_halves_f16c(const c10::Half* source, int64_t count,
+                                                                       float* buffer) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    _mm256_storeu_ps(buffer + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i))));
+  }
+  for (; i < count; ++i) buffer[i] = static_cast<float>(source[i]);
+}
+#endif
+
 /// Widens half and bfloat16 exactly (and gathers strided floats) into a float block.
-template <typename Scalar>
+template <typename Scalar, int kWidth>
 __attribute__((always_inline)) inline const float* widen_block(const Scalar* source, int64_t stride, int64_t count,
                                                                float* buffer) {
   if constexpr (std::is_same_v<Scalar, float>) {
     if (stride == 1) return source;  // read in place
   }
+#ifdef MPNANNY_X86_COPIES
+  if constexpr (std::is_same_v<Scalar, c10::Half> && kWidth >= 32) {  // the AVX2 and AVX-512 copies have F16C
+    if (stride == 1) {
+      widen_halves_f16c(source, count, buffer);
+      return buffer;
+    }
+  }
+#endif
   if (stride == 1) {
     for (int64_t i = 0; i < count; ++i) buffer[i] = static_cast<float>(source[i]);
   } else {
@@ -590,7 +612,7 @@ __attribute__((always_inline)) inline void scan_run(const Scalar* source, int64_
   alignas(64) float buffer[kBlock];
   for (int64_t done = 0; done < count;) {
     const int64_t block = std::min(kBlock, count - done);
-    scan_float_block<kWidth, kCounting>(widen_block(source + done * stride, stride, block, buffer), block, counts);
+    scan_float_block<kWidth, kCounting>(widen_block<Scalar, kWidth>(source + done * stride, stride, block, buffer), block, counts);
     done += block;
   }
 }
