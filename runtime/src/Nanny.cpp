@@ -203,7 +203,9 @@ class Nanny::Impl {
   std::optional<double> read_loss_scale() const;
   bool input_already_bad(const ObservedOp& op) const;
   void hook_backward_of(const at::Tensor& output, const ObservedOp& op);
-  bool is_watched_parameter(const torch::autograd::Node* node) const;
+  /// True where a gradient passed to `node` is a watched parameter's gradient, possibly
+  /// rearranged (transposed, viewed) on the way: the parameter pass records it.
+  bool reaches_watched_parameter(const torch::autograd::Node* node) const;
   void observe_output(const at::Tensor& output, const ObservedOp& op);
 
   Options options_;
@@ -809,7 +811,7 @@ void Nanny::Impl::hook_backward_of(const at::Tensor& output, const ObservedOp& o
       Node* next = edges[index].function.get();
       if (!next) continue;  // an input that needs no gradient
       if (!made_by_op(next)) {
-        if (is_watched_parameter(next)) continue;  // the parameter pass observes its gradient
+        if (reaches_watched_parameter(next)) continue;  // the parameter pass observes its gradient
         to_inputs.push_back(index);
       } else if (seen.size() < kMaxNodesPerOp && seen.insert(next).second) {
         pending.push_back(next);
@@ -826,9 +828,22 @@ void Nanny::Impl::hook_backward_of(const at::Tensor& output, const ObservedOp& o
   }
 }
 
-bool Nanny::Impl::is_watched_parameter(const torch::autograd::Node* node) const {
-  const auto* accumulate = dynamic_cast<const torch::autograd::AccumulateGrad*>(node);
-  return accumulate && hooked_parameters_.count(accumulate->variable.unsafeGetTensorImpl()) > 0;
+bool Nanny::Impl::reaches_watched_parameter(const torch::autograd::Node* node) const {
+  // Backward nodes of ops that only rearrange a tensor's elements: the gradient they receive is
+  // their input's gradient, element for element. at::linear's weight.t() is the common one.
+  static const std::unordered_set<std::string> kRearranging = {
+      "TBackward0",          "TransposeBackward0",    "PermuteBackward0", "ViewBackward0",
+      "UnsafeViewBackward0", "ReshapeAliasBackward0", "AliasBackward0",   "SqueezeBackward0",
+      "SqueezeBackward1",    "UnsqueezeBackward0"};
+  // A short chain: a parameter is rarely rearranged more than once or twice before use.
+  for (int depth = 0; node && depth < 4; ++depth) {
+    if (const auto* accumulate = dynamic_cast<const torch::autograd::AccumulateGrad*>(node)) {
+      return hooked_parameters_.count(accumulate->variable.unsafeGetTensorImpl()) > 0;
+    }
+    if (node->next_edges().size() != 1 || kRearranging.count(node->name()) == 0) return false;
+    node = node->next_edges()[0].function.get();
+  }
+  return false;
 }
 
 void Nanny::Impl::on_backward_gradients(ObservedOp op, const std::vector<uint32_t>& to_inputs,

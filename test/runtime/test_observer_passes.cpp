@@ -109,6 +109,32 @@ TEST(ObserverPasses, GradientsThatGoStraightToAParameterAreLeftToTheParameterPas
   EXPECT_EQ(query_value(db, "SELECT count(*) FROM tensor_stats WHERE phase='gradient'"), "2");
 }
 
+// at::linear transposes the weight before the watched addmm runs: the gradient addmm passes to
+// that transpose is the weight's own gradient, rearranged, and the parameter pass records it.
+TEST(ObserverPasses, GradientsThatReachAParameterThroughAViewAreLeftToTheParameterPass) {
+  ScratchDir dir;
+  torch::manual_seed(6);
+  auto linear = std::make_shared<torch::nn::LinearImpl>(12, 6);
+  const auto x = torch::randn({20, 12}).requires_grad_();
+  const auto weight = torch::randn({6, 12}, torch::requires_grad());
+  int linear_line = 0, reshaped_line = 0;
+  {
+    Nanny nanny(linear, traced_every_step(dir));
+    auto guard = nanny.step(0);
+    auto y = linear->forward(x); linear_line = __LINE__;
+    // A tensor that is not a parameter keeps its row, even when it reaches backward through a view.
+    auto z = torch::matmul(x, weight.t()); reshaped_line = __LINE__;
+    (y.pow(2).sum() + z.sum()).backward();
+  }
+  const std::string db = dir.file("metrics.db");
+  EXPECT_EQ(rows(db, "t.phase='backward' AND l.line=" + std::to_string(linear_line)), "1");
+  EXPECT_EQ(query_value(db, "SELECT t.shape FROM tensor_stats t JOIN locations l USING(run_id, location_id) "
+                            "WHERE t.phase='backward' AND l.line=" + std::to_string(linear_line)),
+            "[20,12]");
+  EXPECT_EQ(rows(db, "t.phase='backward' AND l.line=" + std::to_string(reshaped_line)), "2");
+  EXPECT_EQ(query_value(db, "SELECT count(*) FROM tensor_stats WHERE phase='gradient'"), "2");
+}
+
 TEST(ObserverPasses, InnerOpsAreHiddenFromGlobalCallbacksOnlyWhileTheWatchedOpRuns) {
   ScratchDir dir;
   static std::atomic<int> inner_bmm{0}, outer_relu{0};
