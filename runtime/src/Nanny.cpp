@@ -167,6 +167,7 @@ class Nanny::Impl {
   std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn);
   /// watch(): steps end when the last parameter gradient of a backward pass arrives.
   void start_watch_mode();
+  void end_watched_step();
   void on_gradient(const std::string& name, const at::Tensor& gradient);
   void on_op_end(const at::RecordFunction& fn, ObservedOp& op);
   /// A backward node of an observed forward op ran: `gradients` are what it passes on, and
@@ -260,8 +261,8 @@ class Nanny::Impl {
   std::vector<std::pair<at::Tensor, unsigned>> hooks_;
   std::unordered_set<const c10::TensorImpl*> hooked_parameters_;  // those of hooks_, set before any op runs
   std::unordered_map<std::string, at::Tensor> step_gradients_;  // guarded by mutex_
-  size_t gradients_seen_ = 0;
   bool watch_mode_ = false;
+  std::atomic<bool> watch_step_end_queued_{false};  // a backward pass will end watch()'s step
   bool in_step_ = false;
   bool traced_ = false;
   bool dense_ = false;
@@ -1196,12 +1197,30 @@ void Nanny::Impl::on_gradient(const std::string& name, const at::Tensor& gradien
         stored = gradient;
       }
     }
-    if (watch_mode_ && ++gradients_seen_ >= hooks_.size()) {
-      gradients_seen_ = 0;
-      const int64_t finished = step_;
-      end_step();
-      begin_step(finished + 1);
+    // watch() has no step loop: its step ends with the backward pass that brought this gradient,
+    // once every node of that pass ran (a count of parameter gradients would carry steps over
+    // where the model leaves a parameter unused, and file the pass's last nodes under the next
+    // step).
+    if (watch_mode_ && !watch_step_end_queued_.exchange(true)) {
+      try {
+        torch::autograd::Engine::get_default_engine().queue_callback([target = hook_target_] {
+          if (Impl* impl = target->impl.load()) impl->end_watched_step();
+        });
+      } catch (...) {  // outside an engine's graph task (a hook called by hand): no pass to end
+        watch_step_end_queued_ = false;
+      }
     }
+  } catch (...) {
+  }
+}
+
+void Nanny::Impl::end_watched_step() {
+  watch_step_end_queued_ = false;
+  if (!active_.load()) return;
+  try {
+    const int64_t finished = step_;
+    end_step();
+    begin_step(finished + 1);
   } catch (...) {
   }
 }

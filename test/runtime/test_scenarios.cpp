@@ -709,5 +709,33 @@ TEST(Nanny, WatchTracesWithoutAStepLoop) {
   nanny.close();
 }
 
+// watch() has no step loop to follow: a step ends with each backward pass, whatever the model
+// leaves unused (a parameter without a gradient must not carry steps over into the next pass).
+TEST(Nanny, WatchEndsAStepWithEachBackwardPassEvenWithUnusedParameters) {
+  struct WithSpare : torch::nn::Module {
+    WithSpare()
+        : fc1(register_module("fc1", torch::nn::Linear(4, 8))),
+          fc2(register_module("fc2", torch::nn::Linear(8, 2))),
+          spare(register_module("spare", torch::nn::Linear(8, 8))) {}
+    torch::nn::Linear fc1, fc2, spare;
+  };
+  ScratchDir dir;
+  torch::manual_seed(19);
+  auto net = std::make_shared<WithSpare>();
+  Nanny& nanny = watch(net, traced_every_step(dir));
+  const torch::Tensor x = torch::randn({6, 4}), y = torch::randn({6, 2});
+  torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(1e-3));
+  for (int i = 0; i < 4; ++i) {
+    optimizer.zero_grad();
+    torch::mse_loss(net->fc2(net->fc1(x).relu()), y).backward();
+    optimizer.step();
+  }
+  nanny.close();
+  // Four passes, four steps, each with the four gradients the pass produced.
+  EXPECT_EQ(query(nanny.database_path(),
+                  "SELECT step, count(*) FROM tensor_stats WHERE phase='gradient' GROUP BY step ORDER BY step"),
+            (test::Rows{{"0", "4"}, {"1", "4"}, {"2", "4"}, {"3", "4"}}));
+}
+
 }  // namespace
 }  // namespace mpnanny

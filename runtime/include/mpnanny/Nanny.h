@@ -151,7 +151,9 @@ class Nanny {
 };
 
 /// The quickest start: a process-wide nanny with default options (and environment overrides)
-/// that traces every call of `model` as its own step, without a step loop. It is closed at exit.
+/// without a step loop: each backward pass ends a step, once all its nodes ran, and the next
+/// step begins there (so an optimizer update after backward counts in the next step). It is
+/// closed at exit.
 /// Prefer a Nanny with step guards for anything but a first look.
 Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options);
 inline Nanny& watch(const std::shared_ptr<torch::nn::Module>& model) { return watch(model, Options{}); }
