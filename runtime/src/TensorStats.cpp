@@ -381,10 +381,11 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields
         // are at most 186), fields above it exceed 15: both land on a zero byte of the tables.
         const __m512i place =
             _mm512_min_epu8(_mm512_sub_epi8(_mm512_loadu_si512(fields + i), window_start), outside);
-        low_counts = _mm512_add_epi8(low_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(
-                                                     transpose, _mm512_permutexvar_epi8(place, low_one_hot), 0)));
-        high_counts = _mm512_add_epi8(high_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(
-                                                       transpose, _mm512_permutexvar_epi8(place, high_one_hot), 0)));
+        const __m512i low_bits = _mm512_permutexvar_epi8(place, low_one_hot);
+        const __m512i high_bits = _mm512_permutexvar_epi8(place, high_one_hot);
+        low_counts = _mm512_add_epi8(low_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, low_bits, 0)));
+        high_counts =
+            _mm512_add_epi8(high_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, high_bits, 0)));
       }
       counted += add_window_counts(low_counts, totals + low);
       counted += add_window_counts(high_counts, totals + low + 8);
@@ -612,7 +613,8 @@ __attribute__((always_inline)) inline void scan_run(const Scalar* source, int64_
   alignas(64) float buffer[kBlock];
   for (int64_t done = 0; done < count;) {
     const int64_t block = std::min(kBlock, count - done);
-    scan_float_block<kWidth, kCounting>(widen_block<Scalar, kWidth>(source + done * stride, stride, block, buffer), block, counts);
+    const float* floats = widen_block<Scalar, kWidth>(source + done * stride, stride, block, buffer);
+    scan_float_block<kWidth, kCounting>(floats, block, counts);
     done += block;
   }
 }
@@ -627,8 +629,8 @@ void scan_run_baseline(const Scalar* source, int64_t stride, int64_t count, Chun
 }
 
 #ifdef MPNANNY_X86_COPIES
-// AVX2 doubles the lanes of the classification and has F16C for half; chosen at load time, so
-// the library still runs on any x86-64.
+// AVX2: the fast path in 32-byte vectors, and F16C for half; chosen at load time, so the library
+// still runs on any x86-64.
 template <typename Scalar>
 __attribute__((target("avx2,fma,f16c"))) void scan_run_avx2(const Scalar* source, int64_t stride, int64_t count,
                                                            ChunkCounts& counts) {
