@@ -64,7 +64,8 @@ double composed_stats(const torch::Tensor& tensor) {
 }
 
 void bench_stat_kernel() {
-  std::printf("stat pass (median of ratios over rounds; lower is better for the kernel)\n");
+  std::printf("stat pass, %s copy, %d thread(s) (median of ratios over rounds; lower is better for the kernel)\n",
+              mpnanny::stat_kernel_copy(), at::get_num_threads());
   std::printf("%-24s %14s %14s %14s %12s %12s\n", "tensor", "kernel_us", "aten_compose_us", "at_sum_us",
               "compose/kern", "kern/at_sum");
   torch::manual_seed(0);

@@ -685,6 +685,19 @@ RunScanner<Scalar> pick_run_scanner() {
 template <typename Scalar>
 const RunScanner<Scalar> run_scanner = pick_run_scanner<Scalar>();
 
+}  // namespace
+
+const char* stat_kernel_copy() noexcept {
+#ifdef MPNANNY_X86_COPIES
+  if (run_scanner<float> == &scan_run_avx512_transpose<float>) return "avx512-transpose";
+  if (run_scanner<float> == &scan_run_avx512<float>) return "avx512";
+  if (run_scanner<float> == &scan_run_avx2<float>) return "avx2";
+#endif
+  return "baseline";
+}
+
+namespace {
+
 /// Generic path for double: one element at a time through classify_magnitude, so that a double
 /// is judged without first rounding it to float.
 void scan_double_run(const double* source, int64_t stride, int64_t count, ChunkCounts& counts) {

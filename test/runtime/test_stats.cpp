@@ -3,8 +3,11 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "mpnanny/TensorStats.h"
@@ -206,6 +209,29 @@ TEST(TensorStats, SmallerMagnitudeInTheSameBinadeInALaterBlock) {
   EXPECT_EQ(stats.min_abs_nonzero, 1.25);
   EXPECT_EQ(stats.max_abs, 1.75);
   expect_same_stats(values, "default threads");
+}
+
+// CTest runs these tests once per MPNANNY_STATS_ISA cap: each run must test the copy it names,
+// or a copy below it on a CPU without that one's instructions.
+TEST(TensorStats, TheInstructionSetCapPicksTheCopyItNames) {
+  const std::vector<std::string> copies = {"baseline", "avx2", "avx512", "avx512-transpose"};
+  const auto rank = [&](const std::string& copy) {
+    return std::find(copies.begin(), copies.end(), copy) - copies.begin();
+  };
+  const std::string running = stat_kernel_copy();
+  ASSERT_LT(rank(running), static_cast<std::ptrdiff_t>(copies.size())) << running;
+  const char* cap = std::getenv("MPNANNY_STATS_ISA");
+  if (!cap || !*cap) return;
+  ASSERT_LT(rank(cap), static_cast<std::ptrdiff_t>(copies.size())) << "unknown cap " << cap;
+  EXPECT_LE(rank(running), rank(cap));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  const bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  const bool has_cap = std::string(cap) == "baseline" ||
+                       (std::string(cap) == "avx2" && __builtin_cpu_supports("avx2")) ||
+                       (std::string(cap) == "avx512" && has_avx512);
+  if (has_cap) EXPECT_EQ(running, cap);
+#endif
 }
 
 // Each thread keeps its counters between calls and leaves them zero after each one: a call that

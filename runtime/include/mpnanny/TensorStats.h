@@ -56,6 +56,11 @@ TensorStats compute_tensor_stats(const at::Tensor& tensor) noexcept;
 /// ATen's dist otherwise. Never throws: NaN when the tensors cannot be compared.
 double l2_distance(const at::Tensor& a, const at::Tensor& b) noexcept;
 
+/// The copy of the CPU kernel this machine runs: "avx512-transpose" (AVX-512 with VBMI, BITALG
+/// and GFNI), "avx512", "avx2" or "baseline" (SSE2, NEON or other). MPNANNY_STATS_ISA=baseline,
+/// avx2 or avx512 caps it, read once at load time.
+const char* stat_kernel_copy() noexcept;
+
 /// True for the dtypes compute_tensor_stats reads.
 bool is_observable_tensor(const at::Tensor& tensor) noexcept;
 
