@@ -87,15 +87,15 @@ void bench_stat_kernel() {
     volatile double sink = 0;
     const std::function<void()> kernel_pass = [&] { sink = sink + mpnanny::compute_tensor_stats(c.tensor).sum; };
     const std::function<void()> sum_pass = [&] { sink = sink + c.tensor.sum().item<double>(); };
+    // The composition's temporaries evict the tensor from the caches: the kernel and at::sum
+    // each get one untimed pass first, so both are timed on the same (warm) cache, and they take
+    // turns going first.
+    const auto warm_seconds_of = [](const std::function<void()>& work) {
+      work();
+      return seconds_of(work, 5);
+    };
     for (int round = 0; round < 9; ++round) {
       const double compose = seconds_of([&] { sink = sink + composed_stats(c.tensor); }, 2);
-      // The composition's temporaries evict the tensor from the caches: the kernel and at::sum
-      // each get one untimed pass first, so both are timed on the same (warm) cache, and they
-      // take turns going first.
-      const auto warm_seconds_of = [](const std::function<void()>& work) {
-        work();
-        return seconds_of(work, 5);
-      };
       double kernel = 0, sum = 0;
       if (round % 2 == 0) {
         kernel = warm_seconds_of(kernel_pass);

@@ -165,7 +165,7 @@ class Nanny::Impl {
   const Options& options() const { return options_; }
 
   std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn);
-  /// watch(): steps end when the last parameter gradient of a backward pass arrives.
+  /// watch(): a step ends with each backward pass (on_gradient queues end_watched_step).
   void start_watch_mode();
   void end_watched_step();
   void on_gradient(const std::string& name, const at::Tensor& gradient);

@@ -111,11 +111,12 @@ constexpr int32_t kOrdinaryMinBits = 0x21800000;  // 2^-60: inclusive bound for 
 
 constexpr int kFieldCopies = 4;
 constexpr int kFields = 256;
-/// Fields counted together by compares, and by byte transposition (two windows of 8). Field
-/// totals are padded so that the last group or window may run past the largest field (the
-/// extra places count nothing).
+/// Fields counted together by compares, and by byte transposition (two windows of 8). The last
+/// group or window may run past the block's largest field (the extra places count nothing), and
+/// still stays inside the field totals: the fast path's fields are below 2^60's.
 constexpr int kFieldGroup = 8;
 constexpr int kFieldWindow = 16;
+static_assert((kOrdinaryMaxBits >> 23) - 1 + kFieldWindow <= kFields, "a window past the largest field");
 /// The exponent field of fp16's smallest normal, 2^-14.
 constexpr int kFp16NormalField = 127 - 14;
 
@@ -160,7 +161,7 @@ struct ChunkCounts {
   // Float path: elements counted in `bins` since the last fold, the fast path's non-zero
   // exponent fields and the histogram (the general path's fields are folded straight into it).
   int64_t unfolded = 0;
-  int64_t ordinary_fields[kFields + kFieldWindow] = {};
+  int64_t ordinary_fields[kFields] = {};
   int64_t histogram[kHistogramBuckets] = {};
 
   void fold() {
@@ -183,7 +184,8 @@ struct ChunkCounts {
   /// fields.
   void finish_float_counts() {
     int64_t nonzero = 0, at_or_above_fp16_normal = 0;
-    for (int field = 0; field < kFields; ++field) {
+    // The fast path's non-zero fields lie within the chunk's extremes (none: an empty range).
+    for (int field = min_nonzero_bits >> 23, highest = max_bits >> 23; field <= highest; ++field) {
       histogram[histogram_bucket_of_exponent_field(field)] += ordinary_fields[field];
       nonzero += ordinary_fields[field];
       if (field >= kFp16NormalField) at_or_above_fp16_normal += ordinary_fields[field];
