@@ -157,6 +157,7 @@ class Nanny::Impl {
   void flush();
   void close();
   bool active() const { return active_.load(); }
+  bool closed() const { return closed_.load(); }
   std::vector<Alert> alerts() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return alerts_;
@@ -1354,13 +1355,25 @@ void Nanny::close() {
 Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options) {
   static std::mutex watch_mutex;
   static Nanny* watched = nullptr;
+  static const torch::nn::Module* watched_model = nullptr;
+  static bool warned_other_model = false;
   std::lock_guard<std::mutex> lock(watch_mutex);
-  if (watched) return *watched;
-  // Deliberately leaked: it must outlive every static that training code might still run at
-  // exit; the atexit handler drains and closes it first.
+  if (watched && !watched->impl_for_watch().closed()) {
+    if (model.get() != watched_model && !warned_other_model) {
+      warned_other_model = true;
+      std::cerr << "mpnanny: warning: watch() already watches another model in this process; the parameters "
+                   "of this one are not watched. Give one mpnanny::Nanny a module that registers both.\n";
+    }
+    return *watched;
+  }
+  // The first call, or the one before was closed. Deliberately leaked: it must outlive every
+  // static that training code might still run at exit (the atexit handler drains and closes it
+  // first), and a closed one stays valid for whoever still holds it.
+  const bool first = watched == nullptr;
   watched = new Nanny(model, std::move(options));
+  watched_model = model.get();
   watched->impl_for_watch().start_watch_mode();
-  std::atexit([] { watched->close(); });
+  if (first) std::atexit([] { watched->close(); });
   return *watched;
 }
 

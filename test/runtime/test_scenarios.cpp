@@ -737,5 +737,41 @@ TEST(Nanny, WatchEndsAStepWithEachBackwardPassEvenWithUnusedParameters) {
             (test::Rows{{"0", "4"}, {"1", "4"}, {"2", "4"}, {"3", "4"}}));
 }
 
+
+// watch() is process-wide: it starts again once closed (the test binary's watch tests share one
+// process), and a second model while one is watched is named in a warning, not silently dropped.
+TEST(Nanny, WatchStartsAgainAfterCloseAndWarnsAboutASecondModel) {
+  struct Head : torch::nn::Module {
+    Head() : head(register_module("head", torch::nn::Linear(4, 2))) {}
+    torch::nn::Linear head;
+  };
+  ScratchDir first_dir, second_dir;
+  torch::manual_seed(20);
+  auto first_net = std::make_shared<Head>(), second_net = std::make_shared<Head>(), other_net = std::make_shared<Head>();
+  const torch::Tensor x = torch::randn({6, 4});
+  Nanny& first = watch(first_net, traced_every_step(first_dir));
+  first_net->head(x).pow(2).mean().backward();
+  first.close();
+
+  Nanny& second = watch(second_net, traced_every_step(second_dir));
+  EXPECT_NE(&second, &first);
+  testing::internal::CaptureStderr();
+  Nanny& again = watch(second_net, traced_every_step(first_dir));
+  const std::string same_model_warnings = testing::internal::GetCapturedStderr();
+  testing::internal::CaptureStderr();
+  Nanny& other = watch(other_net, traced_every_step(first_dir));
+  const std::string other_model_warnings = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(&again, &second);
+  EXPECT_EQ(&other, &second);
+  EXPECT_EQ(same_model_warnings, "");
+  EXPECT_NE(other_model_warnings.find("watch() already watches another model"), std::string::npos)
+      << other_model_warnings;
+
+  second_net->head(x).pow(2).mean().backward();
+  second.close();
+  EXPECT_EQ(second.database_path(), second_dir.file("metrics.db"));
+  EXPECT_EQ(query(second.database_path(), "SELECT name FROM tensor_stats WHERE phase='gradient' ORDER BY name"),
+            (test::Rows{{"head.bias"}, {"head.weight"}}));
+}
 }  // namespace
 }  // namespace mpnanny
