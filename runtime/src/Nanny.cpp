@@ -1372,6 +1372,7 @@ Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options) {
   const bool first = watched == nullptr;
   watched = new Nanny(model, std::move(options));
   watched_model = model.get();
+  warned_other_model = false;
   watched->impl_for_watch().start_watch_mode();
   if (first) std::atexit([] { watched->close(); });
   return *watched;

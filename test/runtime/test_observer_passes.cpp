@@ -138,6 +138,8 @@ TEST(ObserverPasses, GradientsThatReachAParameterThroughAViewAreLeftToTheParamet
 TEST(ObserverPasses, InnerOpsAreHiddenFromGlobalCallbacksOnlyWhileTheWatchedOpRuns) {
   ScratchDir dir;
   static std::atomic<int> inner_bmm{0}, outer_relu{0};
+  inner_bmm = 0;  // statics: a repeated run starts from the last one's counts
+  outer_relu = 0;
   const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
         const std::string name = fn.name();

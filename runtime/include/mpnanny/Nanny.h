@@ -154,8 +154,8 @@ class Nanny {
 /// without a step loop: each backward pass ends a step, once all its nodes ran, and the next
 /// step begins there (so an optimizer update after backward counts in the next step). It is
 /// closed at exit. Calling it again returns the same nanny (options ignored) until that one is
-/// closed, and then starts a new one; a different model while one is watched gets a warning and
-/// is not watched.
+/// closed, and then starts a new one; a different model while one is watched gets a warning (once
+/// per nanny) and is not watched.
 /// Prefer a Nanny with step guards for anything but a first look.
 Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options);
 inline Nanny& watch(const std::shared_ptr<torch::nn::Module>& model) { return watch(model, Options{}); }
