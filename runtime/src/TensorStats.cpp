@@ -77,7 +77,9 @@ namespace {
 //     read, in L1, of the few blocks that may hold it (exact_min_nonzero_bits);
 //   - sum and sum of squares in float, 64 accumulator lanes (element i of a block goes to lane
 //     i mod 64, whatever the vector width) so that each lane adds at most 32 values per block;
-//     the block's lanes are then added in double, in one order. Every copy thus rounds alike.
+//     the block's lanes are then added in double, four into each of 16 lanes the chunk keeps
+//     (in vectors, not one by one), and those in one order at its end. Every copy thus rounds
+//     alike.
 //     The range bounds keep every square a normal float and every lane's sum far below float's
 //     max, so the relative error stays below 2e-6;
 //   - each element's exponent field (0 for zero and fp32 subnormals, which a second read tells
@@ -162,6 +164,10 @@ struct ChunkCounts {
   // exponent fields and the histogram (the general path's fields are folded straight into it).
   int64_t unfolded = 0;
   int64_t ordinary_fields[kFields] = {};
+  // The fast path's sums, in double lanes (see kBlock), added into `sum` and `sum_squares` at
+  // the end of the chunk.
+  alignas(64) double lane_sums[16] = {};
+  alignas(64) double lane_sum_squares[16] = {};
   int64_t histogram[kHistogramBuckets] = {};
 
   void fold() {
@@ -178,10 +184,10 @@ struct ChunkCounts {
     unfolded = 0;
   }
 
-  /// After the last fold: the histogram's share from the fast path's fields, less the general
-  /// path's zeros and NaNs (fields 0 and 255 of its exponent count, which are not magnitudes the
-  /// histogram shows); then the fast path's zero and fp16 subnormal and flush counts, from its
-  /// fields.
+  /// After the last fold: the fast path's sums; the histogram's share from its fields, less the
+  /// general path's zeros and NaNs (fields 0 and 255 of its exponent count, which are not
+  /// magnitudes the histogram shows); then the fast path's zero and fp16 subnormal and flush
+  /// counts, from its fields.
   void finish_float_counts() {
     int64_t nonzero = 0, at_or_above_fp16_normal = 0;
     // The fast path's non-zero fields lie within the chunk's extremes (none: an empty range).
@@ -189,6 +195,10 @@ struct ChunkCounts {
       histogram[histogram_bucket_of_exponent_field(field)] += ordinary_fields[field];
       nonzero += ordinary_fields[field];
       if (field >= kFp16NormalField) at_or_above_fp16_normal += ordinary_fields[field];
+    }
+    for (int lane = 0; lane < 16; ++lane) {
+      sum += lane_sums[lane];
+      sum_squares += lane_sum_squares[lane];
     }
     histogram[histogram_bucket_of_exponent_field(0)] -= zero_count;
     histogram[histogram_bucket_of_exponent_field(255)] -= nan_count;
@@ -338,13 +348,15 @@ __attribute__((always_inline)) inline int64_t count_magnitudes_above(const float
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-/// Adds the byte lanes of a byte-transposition count to totals[0..7]: byte k of each of the 8
-/// qwords counts window place k.
-__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline int64_t add_window_counts(__m512i counts,
-                                                                                  int64_t* totals) {
-  // Widened to 16 bits before the qwords are added: eight qwords of up to 128 each.
-  const __m512i words = _mm512_add_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(counts)),
-                                         _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(counts, 1)));
+/// The byte counts of a byte transposition (byte k of each of the 8 qwords counts window place
+/// k), widened to 16 bits and added to `words`: word k of each of the 8 128-bit lanes, then.
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline __m512i widen_window_counts(__m512i counts, __m512i words) {
+  return _mm512_add_epi16(words, _mm512_add_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(counts)),
+                                                  _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(counts, 1))));
+}
+
+/// Adds widened window counts to totals[0..7]. Returns how many they counted.
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline int64_t add_window_counts(__m512i words, int64_t* totals) {
   const __m256i halves = _mm256_add_epi16(_mm512_castsi512_si256(words), _mm512_extracti64x4_epi64(words, 1));
   const __m128i places = _mm_add_epi16(_mm256_castsi256_si128(halves), _mm256_extracti128_si256(halves, 1));
   alignas(16) uint16_t place_counts[8];
@@ -375,6 +387,9 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields
   int64_t counted = 0;
   for (int low = first; low <= last; low += kFieldWindow) {
     const __m512i window_start = _mm512_set1_epi8(static_cast<char>(low));
+    // Each of the 32 words gains at most 256 per flush (two bytes of at most 128), 512 in a
+    // block; the place totals at most kBlock.
+    __m512i low_words = _mm512_setzero_si512(), high_words = _mm512_setzero_si512();
     for (int64_t start = 0; start < count; start += kFlushEvery) {
       const int64_t end = std::min(count, start + kFlushEvery);
       __m512i low_counts = _mm512_setzero_si512(), high_counts = _mm512_setzero_si512();
@@ -389,9 +404,11 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields
         high_counts =
             _mm512_add_epi8(high_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, high_bits, 0)));
       }
-      counted += add_window_counts(low_counts, totals + low);
-      counted += add_window_counts(high_counts, totals + low + 8);
+      low_words = widen_window_counts(low_counts, low_words);
+      high_words = widen_window_counts(high_counts, high_words);
     }
+    counted += add_window_counts(low_words, totals + low);
+    counted += add_window_counts(high_words, totals + low + 8);
   }
   return counted;
 }
@@ -541,19 +558,17 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
                                             ? nonzero
                                             : count_magnitudes_above<kWidth>(values, count, kFp16FlushBits);
   }
-  // The 64 lanes in double, in one order whatever the vector width: lane l of the block sum is
-  // ((lane l + lane 16 + l) + lane 32 + l) + lane 48 + l.
+  // The 64 lanes into the chunk's 16 double lanes, in one order whatever the vector width:
+  // chunk lane l gains ((lane l + lane 16 + l) + lane 32 + l) + lane 48 + l. Elementwise, so it
+  // runs in vectors.
   float lanes[kStep], square_lanes[kStep];
   std::memcpy(lanes, sum, sizeof lanes);
   std::memcpy(square_lanes, sum_squares, sizeof square_lanes);
   for (int lane = 0; lane < 16; ++lane) {
-    double block_sum = 0, block_sum_squares = 0;
-    for (int quarter = 0; quarter < kStep; quarter += 16) {
-      block_sum += lanes[quarter + lane];
-      block_sum_squares += square_lanes[quarter + lane];
-    }
-    counts.sum += block_sum;
-    counts.sum_squares += block_sum_squares;
+    counts.lane_sums[lane] += ((static_cast<double>(lanes[lane]) + lanes[16 + lane]) + lanes[32 + lane]) + lanes[48 + lane];
+    counts.lane_sum_squares[lane] +=
+        ((static_cast<double>(square_lanes[lane]) + square_lanes[16 + lane]) + square_lanes[32 + lane]) +
+        square_lanes[48 + lane];
   }
   counts.ordinary_count += count;
   return true;
