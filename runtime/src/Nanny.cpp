@@ -1368,8 +1368,11 @@ Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options) {
   }
   // The first call, or the one before was closed. Deliberately leaked: it must outlive every
   // static that training code might still run at exit (the atexit handler drains and closes it
-  // first), and a closed one stays valid for whoever still holds it.
+  // first), and a closed one stays valid for whoever still holds it (kept reachable, so that a
+  // leak checker does not report it).
+  static std::vector<Nanny*>& closed_nannies = *new std::vector<Nanny*>;
   const bool first = watched == nullptr;
+  if (!first) closed_nannies.push_back(watched);
   watched = new Nanny(model, std::move(options));
   watched_model = model.get();
   warned_other_model = false;
