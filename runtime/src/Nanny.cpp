@@ -158,6 +158,7 @@ class Nanny::Impl {
   void close();
   bool active() const { return active_.load(); }
   bool closed() const { return closed_.load(); }
+  const torch::nn::Module* model() const { return model_.get(); }
   std::vector<Alert> alerts() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return alerts_;
@@ -1355,11 +1356,10 @@ void Nanny::close() {
 Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options) {
   static std::mutex watch_mutex;
   static Nanny* watched = nullptr;
-  static const torch::nn::Module* watched_model = nullptr;
   static bool warned_other_model = false;
   std::lock_guard<std::mutex> lock(watch_mutex);
   if (watched && !watched->impl_for_watch().closed()) {
-    if (model.get() != watched_model && !warned_other_model) {
+    if (model.get() != watched->impl_for_watch().model() && !warned_other_model) {
       warned_other_model = true;
       std::cerr << "mpnanny: warning: watch() already watches another model in this process; the parameters "
                    "of this one are not watched. Give one mpnanny::Nanny a module that registers both.\n";
@@ -1374,7 +1374,6 @@ Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options) {
   const bool first = watched == nullptr;
   if (!first) closed_nannies.push_back(watched);
   watched = new Nanny(model, std::move(options));
-  watched_model = model.get();
   warned_other_model = false;
   watched->impl_for_watch().start_watch_mode();
   if (first) std::atexit([] { watched->close(); });

@@ -106,6 +106,8 @@ constexpr int64_t kBlock = 2048;
 /// Elements per iteration of the fast path: its accumulator lanes, and the field bytes gathered
 /// at once.
 constexpr int64_t kStep = 64;
+/// The chunk's double lanes for the fast path's sums: each gains four of a block's float lanes.
+constexpr int kChunkLanes = kStep / 4;
 constexpr int64_t kFoldEvery = int64_t{1} << 30;  // the general path's uint32 field bins cannot overflow
 constexpr int32_t kInfinityBits = static_cast<int32_t>(Fp32Thresholds::kInfinity);
 constexpr int32_t kOrdinaryMaxBits = 0x5d800000;  // 2^60: exclusive bound of the fast path
@@ -166,8 +168,8 @@ struct ChunkCounts {
   int64_t ordinary_fields[kFields] = {};
   // The fast path's sums, in double lanes (see kBlock), added into `sum` and `sum_squares` at
   // the end of the chunk.
-  alignas(64) double lane_sums[16] = {};
-  alignas(64) double lane_sum_squares[16] = {};
+  alignas(64) double lane_sums[kChunkLanes] = {};
+  alignas(64) double lane_sum_squares[kChunkLanes] = {};
   int64_t histogram[kHistogramBuckets] = {};
 
   void fold() {
@@ -196,7 +198,7 @@ struct ChunkCounts {
       nonzero += ordinary_fields[field];
       if (field >= kFp16NormalField) at_or_above_fp16_normal += ordinary_fields[field];
     }
-    for (int lane = 0; lane < 16; ++lane) {
+    for (int lane = 0; lane < kChunkLanes; ++lane) {
       sum += lane_sums[lane];
       sum_squares += lane_sum_squares[lane];
     }
@@ -564,11 +566,12 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
   float lanes[kStep], square_lanes[kStep];
   std::memcpy(lanes, sum, sizeof lanes);
   std::memcpy(square_lanes, sum_squares, sizeof square_lanes);
-  for (int lane = 0; lane < 16; ++lane) {
-    counts.lane_sums[lane] += ((static_cast<double>(lanes[lane]) + lanes[16 + lane]) + lanes[32 + lane]) + lanes[48 + lane];
+  constexpr int k = kChunkLanes;
+  for (int lane = 0; lane < k; ++lane) {
+    counts.lane_sums[lane] += ((static_cast<double>(lanes[lane]) + lanes[k + lane]) + lanes[2 * k + lane]) + lanes[3 * k + lane];
     counts.lane_sum_squares[lane] +=
-        ((static_cast<double>(square_lanes[lane]) + square_lanes[16 + lane]) + square_lanes[32 + lane]) +
-        square_lanes[48 + lane];
+        ((static_cast<double>(square_lanes[lane]) + square_lanes[k + lane]) + square_lanes[2 * k + lane]) +
+        square_lanes[3 * k + lane];
   }
   counts.ordinary_count += count;
   return true;
