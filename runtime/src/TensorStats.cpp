@@ -73,19 +73,24 @@ namespace {
 //   - no compare for the fp16 limits: they fall inside binades, and a second read of the block
 //     counts the elements beyond them only where its fields reach them (above fp16's max; at or
 //     below 2^-24, where fp16's flush limit 2^-25 lies);
-//   - max |x| on the magnitude's bits (ordered like the values); min non-zero |x| from a second
-//     read, in L1, of the few blocks that may hold it (exact_min_nonzero_bits);
+//   - no max or min of the values either: the block's largest and smallest exponent fields (from
+//     the field bytes below) tell which blocks may hold the chunk's largest or smallest non-zero
+//     magnitude, and only those are read again, in L1, for the exact value (exact_extremes): for
+//     values drawn from one distribution, the first few blocks and then the few that hold the
+//     rare extremes;
 //   - sum and sum of squares in float, 64 accumulator lanes (element i of a block goes to lane
 //     i mod 64, whatever the vector width) so that each lane adds at most 32 values per block;
 //     the block's lanes are then added in double, four into each of 16 lanes the chunk keeps
-//     (in vectors, not one by one), and those in one order at its end. Every copy thus rounds
-//     alike.
+//     (in vectors, not one by one), and those in one order at its end. The squares are added
+//     with FMA where the CPU has it (add_square). Every copy with FMA (AVX2, AVX-512) thus
+//     rounds alike; the baseline copy rounds each square before adding it.
 //     The range bounds keep every square a normal float and every lane's sum far below float's
 //     max, so the relative error stays below 2e-6;
 //   - each element's exponent field (0 for zero and fp32 subnormals, which a second read tells
-//     apart), stored as a byte; the block's bytes, still in L1, are then counted from the field
-//     of the block's smallest non-zero magnitude to that of its largest: a dozen or so fields
-//     for a block of trained weights or activations. Zeros are the elements left over. Two ways
+//     apart), stored as a byte (by VBMI's multishift where the CPU has it: four operations for
+//     64 fields, store_fields_multishift); the block's bytes, still in L1, are then counted from
+//     the field of the block's smallest non-zero magnitude to that of its largest: a dozen or so
+//     fields for a block of trained weights or activations. Zeros are the elements left over. Two ways
 //     to count:
 //       * byte transposition, where the CPU has AVX512-VBMI, BITALG and GFNI (Ice Lake, Zen 4
 //         and later): a table lookup turns each byte into a one-hot bit for its place in a
@@ -138,7 +143,6 @@ struct VectorTypes {
   static constexpr int kLanes = kWidth / 4;  // float or int32 lanes
   static constexpr int kVectorsPerStep = kStep / kLanes;
 };
-typedef uint8_t Uint8x64 __attribute__((vector_size(64)));
 
 /// The general path's per-element counters. They are left all zero after every fold, so one set
 /// per thread serves every call on that thread without being cleared again (a kernel call on a
@@ -414,42 +418,92 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields
   }
   return counted;
 }
+
+/// Stores the exponent fields of four vectors of 16 floats as 64 bytes (64-byte aligned), in any
+/// order: VBMI's multishift copies the 8 bits at any offset of a qword into any of its bytes, so
+/// vector a's two fields per qword (bits 23 and 55 up) land in bytes 2a and 2a + 1. Four
+/// operations for 64 fields, where shifts and byte shuffles took seven.
+/// Not always_inline: the fast path it is called from is compiled for the baseline target until
+/// it is inlined into the transposing copy, and GCC refuses to force a target function into a
+/// baseline one; it inlines it there by itself.
+template <typename Float>
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void store_fields_multishift(
+    const Float (&vectors)[4], uint8_t* destination) {
+  const __m512i offsets = _mm512_set1_epi64(0x3717371737173717ll);  // 23, 55, 23, 55, ...
+  __m512i fields = _mm512_multishift_epi64_epi8(offsets, (__m512i)vectors[0]);
+  fields = _mm512_mask_multishift_epi64_epi8(fields, 0x0c0c0c0c0c0c0c0cull, offsets, (__m512i)vectors[1]);
+  fields = _mm512_mask_multishift_epi64_epi8(fields, 0x3030303030303030ull, offsets, (__m512i)vectors[2]);
+  fields = _mm512_mask_multishift_epi64_epi8(fields, 0xc0c0c0c0c0c0c0c0ull, offsets, (__m512i)vectors[3]);
+  _mm512_store_si512(destination, fields);
+}
 #pragma GCC diagnostic pop
 #endif
+
+#ifdef MPNANNY_X86_COPIES
+// Not always_inline, for the reason given at store_fields_multishift; by reference, because GCC
+// warns that a baseline-target caller passing AVX vectors by value changes the ABI.
+template <typename Float>
+__attribute__((target("avx512f"))) inline void fused_add_square_avx512(Float& sum, const Float& value) {
+  sum = (Float)_mm512_fmadd_ps((__m512)value, (__m512)value, (__m512)sum);
+}
+template <typename Float>
+__attribute__((target("avx2,fma"))) inline void fused_add_square_avx2(Float& sum, const Float& value) {
+  sum = (Float)_mm256_fmadd_ps((__m256)value, (__m256)value, (__m256)sum);
+}
+#endif
+
+/// sum += value * value, fused (one operation and one rounding) in the copies whose CPUs have
+/// FMA: the AVX2 and AVX-512 ones.
+template <int kWidth, typename Float>
+__attribute__((always_inline)) inline void add_square(Float& sum, const Float& value) {
+#ifdef MPNANNY_X86_COPIES
+  if constexpr (kWidth == 64) {
+    fused_add_square_avx512(sum, value);
+    return;
+  } else if constexpr (kWidth == 32) {
+    fused_add_square_avx2(sum, value);
+    return;
+  }
+#endif
+  sum += value * value;
+}
 
 /// How the fast path counts its exponent fields (see the comment at kBlock).
 enum class FieldCounting { kCompare, kTranspose };
 
-/// Shuffle masks over two 64-byte vectors (indices 0..127): the top byte of each of their 32
-/// int32 lanes, twice; and the low 32 bytes of each.
-constexpr Uint8x64 kTopBytesOfLanes = {
-    3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63,
-    67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127,
-    3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63,
-    67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127};
-constexpr Uint8x64 kLowHalves = {
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-    16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
-    64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
-    80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95};
+/// Magnitudes as their bits (ordered like the magnitudes).
+struct MagnitudeExtremes {
+  int32_t max_bits = 0;
+  int32_t min_nonzero_bits = kInfinityBits;  // where all are zero
+};
 
-/// The smallest non-zero magnitude, as bits, among `count` (a multiple of kStep) floats;
-/// kInfinityBits where all are zero.
-template <int kWidth>
-__attribute__((always_inline)) inline int32_t exact_min_nonzero_bits(const float* values, int64_t count) {
+/// The largest magnitude (if kMax) and the smallest non-zero one (if kMin) among `count` (a
+/// multiple of kStep) floats.
+template <int kWidth, bool kMax, bool kMin>
+__attribute__((always_inline)) inline MagnitudeExtremes exact_extremes(const float* values, int64_t count) {
   using V = VectorTypes<kWidth>;
   constexpr uint32_t kNoneLessOne = 2u * kInfinityBits - 1u;
-  typename V::Uint minima_less_one = typename V::Uint{} + kNoneLessOne;
+  typename V::Uint maxima_doubled{}, minima_less_one = typename V::Uint{} + kNoneLessOne;
   for (int64_t i = 0; i < count; i += V::kLanes) {
     typename V::Float value;
     std::memcpy(&value, values + i, sizeof value);
-    // The magnitude's bits, doubled (the sign shifted out), less one: zeros wrap to the top.
-    const typename V::Uint less_one = ((typename V::Uint)value << 1) - 1u;
-    minima_less_one = less_one < minima_less_one ? less_one : minima_less_one;
+    // The magnitude's bits, doubled (the sign shifted out); less one, zeros wrap to the top.
+    const typename V::Uint doubled = (typename V::Uint)value << 1;
+    if constexpr (kMax) maxima_doubled = doubled > maxima_doubled ? doubled : maxima_doubled;
+    if constexpr (kMin) {
+      const typename V::Uint less_one = doubled - 1u;
+      minima_less_one = less_one < minima_less_one ? less_one : minima_less_one;
+    }
   }
-  uint32_t min_less_one = kNoneLessOne;
-  for (int lane = 0; lane < V::kLanes; ++lane) min_less_one = std::min(min_less_one, minima_less_one[lane]);
-  return static_cast<int32_t>((min_less_one + 1u) >> 1);
+  uint32_t max_doubled = 0, min_less_one = kNoneLessOne;
+  for (int lane = 0; lane < V::kLanes; ++lane) {
+    max_doubled = std::max(max_doubled, maxima_doubled[lane]);
+    min_less_one = std::min(min_less_one, minima_less_one[lane]);
+  }
+  MagnitudeExtremes extremes;
+  extremes.max_bits = static_cast<int32_t>(max_doubled >> 1);
+  extremes.min_nonzero_bits = static_cast<int32_t>((min_less_one + 1u) >> 1);
+  return extremes;
 }
 
 /// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats of a block,
@@ -463,55 +517,49 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
   using Byte = typename V::Byte;
   constexpr int kVectors = V::kVectorsPerStep;
   typename V::Float sum[kVectors] = {}, sum_squares[kVectors] = {};
-  // The largest magnitude, as its bits doubled (the sign shifted out); the smallest exponent
-  // field, and the smallest non-zero one less one (zeros wrap to the top), in byte lanes.
-  Uint max_doubled{};
-  Byte min_fields = Byte{} + 0xff, min_fields_less_one = Byte{} + 0xff;
+  // The largest and the smallest exponent field, and the smallest non-zero one less one (zeros
+  // wrap to the top), in byte lanes.
+  Byte max_fields{}, min_fields = Byte{} + 0xff, min_fields_less_one = Byte{} + 0xff;
   alignas(64) uint8_t field_bytes[kBlock];
   for (int64_t i = 0; i < count; i += kStep) {
-    Uint doubled[kVectors];
-    for (int a = 0; a < kVectors; ++a) {
-      typename V::Float value;
-      std::memcpy(&value, values + i + a * V::kLanes, sizeof value);
-      sum[a] += value;
-      sum_squares[a] += value * value;
-      doubled[a] = (Uint)value << 1;  // a cast between vectors keeps the bits; the exponent field is the top byte
-      max_doubled = doubled[a] > max_doubled ? doubled[a] : max_doubled;
-    }
-    // The 64 fields as bytes, in any order: only their counts matter.
-    if constexpr (kCounting == FieldCounting::kTranspose) {
-      static_assert(kWidth == 64, "byte transposition runs on 64-byte vectors");
-#ifdef MPNANNY_X86_COPIES  // __builtin_shuffle is GCC's
-      // The top byte of each lane, gathered by two-source byte shuffles (VBMI's vpermt2b): three
-      // operations for 64 fields.
-      const Uint8x64 first_half = __builtin_shuffle((Uint8x64)doubled[0], (Uint8x64)doubled[1], kTopBytesOfLanes);
-      const Uint8x64 second_half = __builtin_shuffle((Uint8x64)doubled[2], (Uint8x64)doubled[3], kTopBytesOfLanes);
-      const Uint8x64 fields = __builtin_shuffle(first_half, second_half, kLowHalves);
-      std::memcpy(field_bytes + i, &fields, sizeof fields);
+    // Four vectors at a time, whose fields fill one vector of bytes (in any order: only their
+    // counts matter). Only four are loaded at once: the AVX2 copy's eight would not fit in its
+    // registers beside the sums.
+#pragma GCC unroll 4
+    for (int a = 0; a < kVectors; a += 4) {
+      typename V::Float quad[4];
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        std::memcpy(&quad[q], values + i + (a + q) * V::kLanes, sizeof quad[q]);
+        sum[a + q] += quad[q];
+        add_square<kWidth>(sum_squares[a + q], quad[q]);
+      }
+      uint8_t* quad_fields = field_bytes + i + a * V::kLanes;
+      if constexpr (kCounting == FieldCounting::kTranspose) {
+        static_assert(kWidth == 64, "byte transposition runs on 64-byte vectors");
+#ifdef MPNANNY_X86_COPIES
+        store_fields_multishift(quad, quad_fields);
 #endif
-    } else {
-      // Four vectors' top bytes packed into one by shifts and masks, which every vector unit has:
-      // nine operations for four vectors.
-      for (int a = 0; a < kVectors; a += 4) {
-        const Uint packed = (doubled[a] >> 24) | ((doubled[a + 1] >> 16) & 0xff00u) |
-                            ((doubled[a + 2] >> 8) & 0xff0000u) | (doubled[a + 3] & 0xff000000u);
-        std::memcpy(field_bytes + i + a * V::kLanes, &packed, sizeof packed);
+      } else {
+        // The fields (bits 23 to 30) packed by shifts and masks, which every vector unit has:
+        // eleven operations for four vectors. A cast between vectors keeps the bits.
+        const Uint packed = (((Uint)quad[0] >> 23) & 0xffu) | (((Uint)quad[1] >> 15) & 0xff00u) |
+                            (((Uint)quad[2] >> 7) & 0xff0000u) | (((Uint)quad[3] << 1) & 0xff000000u);
+        std::memcpy(quad_fields, &packed, sizeof packed);
       }
     }
     for (int b = 0; b < kStep; b += kWidth) {
       Byte fields;
       std::memcpy(&fields, field_bytes + i + b, sizeof fields);
+      max_fields = fields > max_fields ? fields : max_fields;
       min_fields = fields < min_fields ? fields : min_fields;
       const Byte less_one = fields - 1;
       min_fields_less_one = less_one < min_fields_less_one ? less_one : min_fields_less_one;
     }
   }
-  uint32_t block_max_doubled = 0;
-  for (int lane = 0; lane < V::kLanes; ++lane) block_max_doubled = std::max(block_max_doubled, max_doubled[lane]);
-  const auto block_max = static_cast<int32_t>(block_max_doubled >> 1);
-  const int max_field = block_max >> 23;
-  int min_field_less_one = 0xff, lowest_field = 0xff;
+  int max_field = 0, min_field_less_one = 0xff, lowest_field = 0xff;
   for (int lane = 0; lane < kWidth; ++lane) {
+    max_field = std::max<int>(max_field, max_fields[lane]);
     min_field_less_one = std::min<int>(min_field_less_one, min_fields_less_one[lane]);
     lowest_field = std::min<int>(lowest_field, min_fields[lane]);
   }
@@ -519,17 +567,24 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
   const int min_field = min_field_less_one + 1;
   // The bounds are powers of two, so fields decide them exactly.
   if (max_field >= (kOrdinaryMaxBits >> 23) || (has_nonzero && min_field < (kOrdinaryMinBits >> 23))) return false;
-  // The exact smallest non-zero magnitude costs two operations per vector, so the block is read
-  // again for it (in L1) only where needed: where field 0 holds elements, zeros or fp32
-  // subnormals alike (a subnormal sends the block down the general path), and where the block
-  // may hold the chunk's smallest magnitude (a field at or below the chunk's so far: for values
-  // drawn from one distribution, the first few blocks and then rarely).
-  if (lowest_field == 0 || min_field <= (counts.min_nonzero_bits >> 23)) {
-    const int32_t block_min = exact_min_nonzero_bits<kWidth>(values, count);
-    if (block_min < kOrdinaryMinBits) return false;
-    counts.min_nonzero_bits = std::min(counts.min_nonzero_bits, block_min);
+  // The exact extremes cost two operations per vector each, so the block is read again for them
+  // (in L1) only where needed: the largest magnitude where the block's largest field reaches the
+  // chunk's so far, the smallest non-zero one where field 0 holds elements (zeros or fp32
+  // subnormals alike: a subnormal sends the block down the general path) or where the block's
+  // smallest field is at or below the chunk's. For values drawn from one distribution: the first
+  // few blocks, and then the few that hold the rare extremes.
+  const bool need_max = max_field >= (counts.max_bits >> 23);
+  const bool need_min = lowest_field == 0 || min_field <= (counts.min_nonzero_bits >> 23);
+  if (need_max || need_min) {
+    const MagnitudeExtremes extremes = need_max && need_min ? exact_extremes<kWidth, true, true>(values, count)
+                                       : need_max           ? exact_extremes<kWidth, true, false>(values, count)
+                                                            : exact_extremes<kWidth, false, true>(values, count);
+    if (need_min) {
+      if (extremes.min_nonzero_bits < kOrdinaryMinBits) return false;
+      counts.min_nonzero_bits = std::min(counts.min_nonzero_bits, extremes.min_nonzero_bits);
+    }
+    if (need_max) counts.max_bits = std::max(counts.max_bits, extremes.max_bits);
   }
-  counts.max_bits = std::max(counts.max_bits, block_max);
 
   // Non-zero elements have the fields of the block's smallest to largest non-zero magnitude;
   // the rest are zeros.

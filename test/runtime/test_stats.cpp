@@ -193,21 +193,24 @@ TEST(TensorStats, EdgeValuesInsideLongBlocksAgree) {
   expect_same_stats(at::full({3 * kBlock}, -1.5f), "one value repeated");
 }
 
-// The vector path reads a block again for its exact smallest magnitude only where the block's
-// smallest binade reaches the smallest one seen so far: a later block whose smallest value lies in
-// the same binade as an earlier one's, but below it, must still set the minimum.
-TEST(TensorStats, SmallerMagnitudeInTheSameBinadeInALaterBlock) {
+// The vector path reads a block again for its exact largest or smallest magnitude only where the
+// block's largest or smallest binade reaches the one seen so far: a later block whose extreme lies
+// in the same binade as an earlier one's, but beyond it, must still set the extreme.
+TEST(TensorStats, ExtremesInTheSameBinadeInALaterBlock) {
   constexpr int64_t kBlock = 2048;
-  at::Tensor values = at::full({4 * kBlock}, 1.75f);
-  values[5] = 1.5f;
-  values[2 * kBlock + 9] = -1.25f;
+  at::Tensor values = at::full({4 * kBlock}, 1.5f);
+  values[5] = 1.25f;
+  values[6] = 1.625f;
+  values[2 * kBlock + 9] = -1.125f;
+  values[2 * kBlock + 10] = -1.875f;
   values[3 * kBlock + 1] = 1.375f;
+  values[3 * kBlock + 2] = 1.75f;
   const int threads = at::get_num_threads();
   at::set_num_threads(1);  // one chunk, read block after block
   const TensorStats stats = compute_tensor_stats(values);
   at::set_num_threads(threads);
-  EXPECT_EQ(stats.min_abs_nonzero, 1.25);
-  EXPECT_EQ(stats.max_abs, 1.75);
+  EXPECT_EQ(stats.min_abs_nonzero, 1.125);
+  EXPECT_EQ(stats.max_abs, 1.875);
   expect_same_stats(values, "default threads");
 }
 
