@@ -83,19 +83,21 @@ void bench_stat_kernel() {
       {"half 4M", torch::randn({1 << 22}).to(torch::kHalf)},
   };
   for (const Case& c : cases) {
-    std::vector<double> compose_ratio, sum_ratio, kernel_times, compose_times, sum_times;
     volatile double sink = 0;
     const std::function<void()> kernel_pass = [&] { sink = sink + mpnanny::compute_tensor_stats(c.tensor).sum; };
     const std::function<void()> sum_pass = [&] { sink = sink + c.tensor.sum().item<double>(); };
-    // The composition's temporaries evict the tensor from the caches: the kernel and at::sum
-    // each get one untimed pass first, so both are timed on the same (warm) cache, and they take
-    // turns going first.
-    const auto warm_seconds_of = [](const std::function<void()>& work) {
+    // Each timing repeats its pass for about 2 ms (at least 3 times), after one untimed pass
+    // that warms the cache for it.
+    const int repeats = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 21) / c.tensor.numel(), 3, 1000));
+    const auto warm_seconds_of = [&](const std::function<void()>& work) {
       work();
-      return seconds_of(work, 5);
+      return seconds_of(work, repeats);
     };
-    for (int round = 0; round < 9; ++round) {
-      const double compose = seconds_of([&] { sink = sink + composed_stats(c.tensor); }, 2);
+    // Kernel against at::sum: rounds of their own, taking turns going first. The composition
+    // runs apart from them: its gigabytes of temporaries evict the tensor and fault pages in,
+    // which read up to a fifth higher on both sides when the three were interleaved.
+    std::vector<double> sum_ratio, kernel_times, sum_times;
+    for (int round = 0; round < 15; ++round) {
       double kernel = 0, sum = 0;
       if (round % 2 == 0) {
         kernel = warm_seconds_of(kernel_pass);
@@ -105,10 +107,15 @@ void bench_stat_kernel() {
         kernel = warm_seconds_of(kernel_pass);
       }
       kernel_times.push_back(kernel);
-      compose_times.push_back(compose);
       sum_times.push_back(sum);
-      compose_ratio.push_back(compose / kernel);
       sum_ratio.push_back(kernel / sum);
+    }
+    // Composition against the kernel, each round's kernel timed right after its composition.
+    std::vector<double> compose_ratio, compose_times;
+    for (int round = 0; round < 5; ++round) {
+      const double compose = seconds_of([&] { sink = sink + composed_stats(c.tensor); }, 2);
+      compose_times.push_back(compose);
+      compose_ratio.push_back(compose / warm_seconds_of(kernel_pass));
     }
     std::printf("%-24s %14.1f %14.1f %14.1f %12.2f %12.2f\n", c.name, 1e6 * median(kernel_times),
                 1e6 * median(compose_times), 1e6 * median(sum_times), median(compose_ratio), median(sum_ratio));
