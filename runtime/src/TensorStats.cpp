@@ -64,7 +64,8 @@ void TensorStats::merge(const TensorStats& other) {
 
 namespace {
 
-// Float, half and bfloat16 (widened to float exactly) are read in blocks of kBlock elements.
+// Float and bfloat16 are read in place, in blocks of kBlock elements; half, and rows whose
+// elements are not adjacent, are first widened (exactly) into a float block.
 //
 // Fast path (scan_ordinary_block): a block whose magnitudes are all zero or in [2^-60, 2^60) --
 // no NaN, no Inf, no fp32 subnormal; nearly every block of a training run -- is read with GCC
@@ -78,8 +79,9 @@ namespace {
 //     magnitude, and only those are read again, in L1, for the exact value (exact_extremes): for
 //     values drawn from one distribution, the first few blocks and then the few that hold the
 //     rare extremes;
-//   - sum and sum of squares in float, 64 accumulator lanes (element i of a block goes to lane
-//     i mod 64, whatever the vector width) so that each lane adds at most 32 values per block;
+//   - sum and sum of squares in float, 64 accumulator lanes (element i of a block goes to the
+//     same lane whatever the vector width: load_quad) so that each lane adds at most 32 values
+//     per block;
 //     the block's lanes are then added in double, four into each of 16 lanes the chunk keeps
 //     (in vectors, not one by one), and those in one order at its end. The squares are added
 //     with FMA where the CPU has it (add_square). Every copy with FMA (AVX2, AVX-512) thus
@@ -143,6 +145,36 @@ struct VectorTypes {
   static constexpr int kLanes = kWidth / 4;  // float or int32 lanes
   static constexpr int kVectorsPerStep = kStep / kLanes;
 };
+
+/// Fills quad[k] with float vector 4 * q + k of the fast path's step of kStep elements at `step`.
+/// The step's 64 float lanes are the same whatever the vector width, so that every copy adds the
+/// same values into the same accumulator lanes:
+///   - float: element i is lane i;
+///   - bfloat16, read as it is (no widened copy of the block): a dword holds two elements, whose
+///     floats are its bits shifted up 16 (the even one) and masked to the upper 16 (the odd
+///     one), one operation each. Of each half of the step (32 elements), the even elements are
+///     its lanes 0..15 and the odd ones its lanes 16..31.
+template <int kWidth, typename Scalar>
+__attribute__((always_inline)) inline void load_quad(const Scalar* step, int q,
+                                                     typename VectorTypes<kWidth>::Float (&quad)[4]) {
+  using V = VectorTypes<kWidth>;
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const int first_lane = (4 * q + k) * V::kLanes;
+    if constexpr (std::is_same_v<Scalar, float>) {
+      std::memcpy(&quad[k], step + first_lane, sizeof quad[k]);
+    } else {
+      static_assert(std::is_same_v<Scalar, c10::BFloat16>, "read directly: float and bfloat16");
+      // The elements of these lanes: from 32 * half + 2 * base, every other one, in one load.
+      const int half = first_lane / 32, in_half = first_lane % 32;
+      const bool odd = in_half >= 16;
+      const int base = odd ? in_half - 16 : in_half;
+      typename V::Uint pairs;
+      std::memcpy(&pairs, step + 32 * half + 2 * base, sizeof pairs);
+      quad[k] = (typename V::Float)(odd ? (pairs & 0xffff0000u) : (pairs << 16));
+    }
+  }
+}
 
 /// The general path's per-element counters. They are left all zero after every fold, so one set
 /// per thread serves every call on that thread without being cleared again (a kernel call on a
@@ -329,18 +361,22 @@ __attribute__((always_inline)) inline void scan_general_block(const float* value
   counts.sum_squares += sum_squares;
 }
 
-/// How many of `count` (a multiple of kStep) floats have a magnitude whose bits exceed `bound`.
-template <int kWidth>
-__attribute__((always_inline)) inline int64_t count_magnitudes_above(const float* values, int64_t count,
+/// How many of `count` (a multiple of kStep) values have a magnitude whose bits, as float, exceed
+/// `bound`.
+template <int kWidth, typename Scalar>
+__attribute__((always_inline)) inline int64_t count_magnitudes_above(const Scalar* values, int64_t count,
                                                                      int32_t bound) {
   using V = VectorTypes<kWidth>;
   const typename V::Int magnitude_mask = typename V::Int{} + 0x7fffffff;
   const typename V::Int bounds = typename V::Int{} + bound;
   typename V::Int above{};
-  for (int64_t i = 0; i < count; i += V::kLanes) {
-    typename V::Float value;
-    std::memcpy(&value, values + i, sizeof value);
-    above -= ((typename V::Int)value & magnitude_mask) > bounds;  // a true compare is -1
+  for (int64_t i = 0; i < count; i += kStep) {
+#pragma GCC unroll 4
+    for (int q = 0; q < V::kVectorsPerStep / 4; ++q) {
+      typename V::Float quad[4];
+      load_quad<kWidth>(values + i, q, quad);
+      for (const auto& value : quad) above -= ((typename V::Int)value & magnitude_mask) > bounds;  // true is -1
+    }
   }
   int64_t total = 0;
   for (int lane = 0; lane < V::kLanes; ++lane) total += above[lane];
@@ -478,21 +514,26 @@ struct MagnitudeExtremes {
 };
 
 /// The largest magnitude (if kMax) and the smallest non-zero one (if kMin) among `count` (a
-/// multiple of kStep) floats.
-template <int kWidth, bool kMax, bool kMin>
-__attribute__((always_inline)) inline MagnitudeExtremes exact_extremes(const float* values, int64_t count) {
+/// multiple of kStep) values.
+template <int kWidth, bool kMax, bool kMin, typename Scalar>
+__attribute__((always_inline)) inline MagnitudeExtremes exact_extremes(const Scalar* values, int64_t count) {
   using V = VectorTypes<kWidth>;
   constexpr uint32_t kNoneLessOne = 2u * kInfinityBits - 1u;
   typename V::Uint maxima_doubled{}, minima_less_one = typename V::Uint{} + kNoneLessOne;
-  for (int64_t i = 0; i < count; i += V::kLanes) {
-    typename V::Float value;
-    std::memcpy(&value, values + i, sizeof value);
-    // The magnitude's bits, doubled (the sign shifted out); less one, zeros wrap to the top.
-    const typename V::Uint doubled = (typename V::Uint)value << 1;
-    if constexpr (kMax) maxima_doubled = doubled > maxima_doubled ? doubled : maxima_doubled;
-    if constexpr (kMin) {
-      const typename V::Uint less_one = doubled - 1u;
-      minima_less_one = less_one < minima_less_one ? less_one : minima_less_one;
+  for (int64_t i = 0; i < count; i += kStep) {
+#pragma GCC unroll 4
+    for (int q = 0; q < V::kVectorsPerStep / 4; ++q) {
+      typename V::Float quad[4];
+      load_quad<kWidth>(values + i, q, quad);
+      for (const auto& value : quad) {
+        // The magnitude's bits, doubled (the sign shifted out); less one, zeros wrap to the top.
+        const typename V::Uint doubled = (typename V::Uint)value << 1;
+        if constexpr (kMax) maxima_doubled = doubled > maxima_doubled ? doubled : maxima_doubled;
+        if constexpr (kMin) {
+          const typename V::Uint less_one = doubled - 1u;
+          minima_less_one = less_one < minima_less_one ? less_one : minima_less_one;
+        }
+      }
     }
   }
   uint32_t max_doubled = 0, min_less_one = kNoneLessOne;
@@ -506,11 +547,11 @@ __attribute__((always_inline)) inline MagnitudeExtremes exact_extremes(const flo
   return extremes;
 }
 
-/// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats of a block,
-/// in vectors of kWidth bytes. Returns false, having changed nothing, when the block holds a
+/// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats or
+/// bfloat16s of a block, in vectors of kWidth bytes. Returns false, having changed nothing, when the block holds a
 /// value it does not handle.
-template <int kWidth, FieldCounting kCounting>
-__attribute__((always_inline)) inline bool scan_ordinary_block(const float* values, int64_t count,
+template <int kWidth, FieldCounting kCounting, typename Scalar>
+__attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* values, int64_t count,
                                                                ChunkCounts& counts) {
   using V = VectorTypes<kWidth>;
   using Uint = typename V::Uint;
@@ -528,9 +569,9 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
 #pragma GCC unroll 4
     for (int a = 0; a < kVectors; a += 4) {
       typename V::Float quad[4];
+      load_quad<kWidth>(values + i, a / 4, quad);
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
-        std::memcpy(&quad[q], values + i + (a + q) * V::kLanes, sizeof quad[q]);
         sum[a + q] += quad[q];
         add_square<kWidth>(sum_squares[a + q], quad[q]);
       }
@@ -632,19 +673,6 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const float* valu
   return true;
 }
 
-/// Reads `count` (at most kBlock) contiguous floats into `counts`. Inlined into a baseline, an
-/// AVX2, an AVX-512 and a transposing AVX-512 copy (see pick_run_scanner).
-template <int kWidth, FieldCounting kCounting>
-__attribute__((always_inline)) inline void scan_float_block(const float* values, int64_t count,
-                                                            ChunkCounts& counts) {
-  const int64_t vectorized = count - count % kStep;
-  int64_t done = 0;
-  if (vectorized > 0 && scan_ordinary_block<kWidth, kCounting>(values, vectorized, counts)) {
-    done = vectorized;
-  }
-  if (done < count) scan_general_block(values + done, count - done, counts);
-}
-
 #ifdef MPNANNY_X86_COPIES
 /// Widens `count` contiguous halves exactly, eight at a time with F16C. GCC does not vectorize
 /// c10::Half's conversion in the AVX2 copy: 1.2 ns per element there, four times the rest of the
@@ -682,14 +710,38 @@ __attribute__((always_inline)) inline const float* widen_block(const Scalar* sou
   return buffer;
 }
 
+/// Reads `count` (at most kBlock) contiguous floats, or bfloat16s, into `counts`; `buffer` has
+/// room for the block widened to float, where the general path needs it.
+template <int kWidth, FieldCounting kCounting, typename Scalar>
+__attribute__((always_inline)) inline void scan_block(const Scalar* values, int64_t count, ChunkCounts& counts,
+                                                      float* buffer) {
+  const int64_t vectorized = count - count % kStep;
+  int64_t done = 0;
+  if (vectorized > 0 && scan_ordinary_block<kWidth, kCounting>(values, vectorized, counts)) {
+    done = vectorized;
+  }
+  if (done < count) {
+    scan_general_block(widen_block<Scalar, kWidth>(values + done, 1, count - done, buffer), count - done, counts);
+  }
+}
+
+/// Reads a run into `counts`, block by block. Inlined into a baseline, an AVX2, an AVX-512 and a
+/// transposing AVX-512 copy (see pick_run_scanner).
 template <typename Scalar, int kWidth, FieldCounting kCounting = FieldCounting::kCompare>
 __attribute__((always_inline)) inline void scan_run(const Scalar* source, int64_t stride, int64_t count,
                                                     ChunkCounts& counts) {
   alignas(64) float buffer[kBlock];
   for (int64_t done = 0; done < count;) {
     const int64_t block = std::min(kBlock, count - done);
+    if constexpr (std::is_same_v<Scalar, c10::BFloat16>) {
+      if (stride == 1) {  // the fast path reads it as it is (load_quad)
+        scan_block<kWidth, kCounting>(source + done, block, counts, buffer);
+        done += block;
+        continue;
+      }
+    }
     const float* floats = widen_block<Scalar, kWidth>(source + done * stride, stride, block, buffer);
-    scan_float_block<kWidth, kCounting>(floats, block, counts);
+    scan_block<kWidth, kCounting>(floats, block, counts, buffer);
     done += block;
   }
 }

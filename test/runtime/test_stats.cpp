@@ -185,6 +185,7 @@ TEST(TensorStats, EdgeValuesInsideLongBlocksAgree) {
   at::set_num_threads(threads);
   expect_same_stats(values, "float, default threads");
   expect_same_stats(values.slice(0, 33), "float, blocks shifted by 33");
+  expect_same_stats(values.to(at::kBFloat16).slice(0, 33), "bfloat16, blocks shifted by 33");
   expect_same_stats(values.slice(0, 3 * kBlock + 5), "float, a short chunk");
   // Every element in its own class between 2^-60 and 2^60, through the vector path.
   const at::Tensor binades = at::pow(2.0, at::arange(-60, 60, at::kFloat)).repeat({20});
@@ -208,9 +209,12 @@ TEST(TensorStats, ExtremesInTheSameBinadeInALaterBlock) {
   const int threads = at::get_num_threads();
   at::set_num_threads(1);  // one chunk, read block after block
   const TensorStats stats = compute_tensor_stats(values);
+  const TensorStats bfloat16_stats = compute_tensor_stats(values.to(at::kBFloat16));  // read as it is
   at::set_num_threads(threads);
-  EXPECT_EQ(stats.min_abs_nonzero, 1.125);
-  EXPECT_EQ(stats.max_abs, 1.875);
+  for (const TensorStats& read : {stats, bfloat16_stats}) {
+    EXPECT_EQ(read.min_abs_nonzero, 1.125);
+    EXPECT_EQ(read.max_abs, 1.875);
+  }
   expect_same_stats(values, "default threads");
 }
 
