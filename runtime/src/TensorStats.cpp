@@ -548,8 +548,8 @@ __attribute__((always_inline)) inline MagnitudeExtremes exact_extremes(const Sca
 }
 
 /// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats or
-/// bfloat16s of a block, in vectors of kWidth bytes. Returns false, having changed nothing, when the block holds a
-/// value it does not handle.
+/// bfloat16s of a block, in vectors of kWidth bytes. Returns false, having changed nothing, when
+/// the block holds a value it does not handle.
 template <int kWidth, FieldCounting kCounting, typename Scalar>
 __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* values, int64_t count,
                                                                ChunkCounts& counts) {
