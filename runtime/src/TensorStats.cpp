@@ -11,6 +11,7 @@
 #include <mutex>
 #include <type_traits>
 #include <utility>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -173,6 +174,19 @@ __attribute__((always_inline)) inline void load_quad(const Scalar* step, int q,
       std::memcpy(&pairs, step + 32 * half + 2 * base, sizeof pairs);
       quad[k] = (typename V::Float)(odd ? (pairs & 0xffff0000u) : (pairs << 16));
     }
+  }
+}
+
+/// Asks for the step one block after `step` to be brought into L1. The block's fields are counted
+/// after its loads, in L1, while memory would otherwise idle: with this, a tensor past the caches
+/// reads about 1.1x at::sum instead of 1.4 to 1.5x. Prefetches never fault, so those past the end
+/// of the tensor cost only their slot (the address is formed as an integer, not as a pointer past
+/// the end).
+template <typename Scalar>
+__attribute__((always_inline)) inline void prefetch_a_block_ahead(const Scalar* step) {
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(step) + kBlock * sizeof(Scalar);
+  for (uintptr_t line = 0; line < kStep * sizeof(Scalar); line += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(ahead + line), 0, 3);
   }
 }
 
@@ -566,6 +580,7 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
     // Four vectors at a time, whose fields fill one vector of bytes (in any order: only their
     // counts matter). Only four are loaded at once: the AVX2 copy's eight would not fit in its
     // registers beside the sums.
+    prefetch_a_block_ahead(values + i);
 #pragma GCC unroll 4
     for (int a = 0; a < kVectors; a += 4) {
       typename V::Float quad[4];
