@@ -746,18 +746,16 @@ template <typename Scalar, int kWidth, FieldCounting kCounting = FieldCounting::
 __attribute__((always_inline)) inline void scan_run(const Scalar* source, int64_t stride, int64_t count,
                                                     ChunkCounts& counts) {
   alignas(64) float buffer[kBlock];
-  for (int64_t done = 0; done < count;) {
+  for (int64_t done = 0; done < count; done += kBlock) {
     const int64_t block = std::min(kBlock, count - done);
     if constexpr (std::is_same_v<Scalar, c10::BFloat16>) {
       if (stride == 1) {  // the fast path reads it as it is (load_quad)
         scan_block<kWidth, kCounting>(source + done, block, counts, buffer);
-        done += block;
         continue;
       }
     }
     const float* floats = widen_block<Scalar, kWidth>(source + done * stride, stride, block, buffer);
     scan_block<kWidth, kCounting>(floats, block, counts, buffer);
-    done += block;
   }
 }
 

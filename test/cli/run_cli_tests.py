@@ -6,7 +6,8 @@ floating-point numbers rounded to 4 significant digits. Numbers are then compare
 digits: integers exactly, reals to a relative 1e-3, because the stat kernel's sums differ in
 their last bits between CPUs with and without FMA, and rounding to 4 digits does not hide a
 difference that straddles a rounding boundary (8.9175e-05 is 8.918e-05 on one machine and
-8.917e-05 on the next). So they hold on any machine that builds the same code. To regenerate after an intended change:
+8.917e-05 on the next). So they hold on any machine that builds the same code. To regenerate
+after an intended change:
     MPNANNY_UPDATE_GOLDEN=1 ctest -R cli.golden
 and review the diff.
 """
