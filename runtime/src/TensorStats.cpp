@@ -99,7 +99,11 @@ namespace {
 //         and later): a table lookup turns each byte into a one-hot bit for its place in a
 //         window of 8 fields, a GF(2) affine transform transposes each 8x8 bit block so that
 //         byte k gathers bit k of 8 elements, and a byte popcount adds them: four operations
-//         count 8 fields for 64 elements (count_fields_by_transposition);
+//         count 8 fields for 64 elements (count_fields_by_transposition). One window of 16
+//         fields is counted in the loop itself, as the bytes are made (count_window_step): the
+//         window the block before needed, with a field to spare above it. The fields it missed
+//         (the block's rare smallest magnitudes, mostly) are counted after the loop, one by
+//         one where they are few (count_fields_outside_window), by windows where they are not;
 //       * otherwise vector compares, one field at a time (in groups of kFieldGroup): two
 //         operations per field for a vector of bytes (count_field_group).
 //     A scalar increment per element (or per pair of elements) costs more than either.
@@ -216,6 +220,9 @@ struct ChunkCounts {
   // exponent fields and the histogram (the general path's fields are folded straight into it).
   int64_t unfolded = 0;
   int64_t ordinary_fields[kFields] = {};
+  // The transposing fast path's guess at the next block's fields: the first field of the window
+  // it counts in its loop, from the last block's, or -1 to count after the loop.
+  int in_loop_window = -1;
   // The fast path's sums, in double lanes (see kBlock), added into `sum` and `sum_squares` at
   // the end of the chunk.
   alignas(64) double lane_sums[kChunkLanes] = {};
@@ -425,13 +432,24 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline int64_t add_window_coun
   return counted;
 }
 
-/// Counts the fields first .. last among `count` (a multiple of 64, at most kBlock) field bytes
-/// into `totals`, by byte transposition, kFieldWindow fields per read of the bytes. Returns how
-/// many it counted.
-__attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields_by_transposition(
-    const uint8_t* fields, int64_t count, int first, int last, int64_t* totals) {
-  // A window place's byte lane gains at most one per 8 elements: 128 after 1024 elements.
-  constexpr int64_t kFlushEvery = 1024;
+/// A byte transposition count of one window of kFieldWindow fields, step by step (64 field bytes
+/// a step): per qword, byte k of `low_counts` counts window place k, and of `high_counts` place
+/// 8 + k. A byte gains at most 8 a step, so every kWindowFlushEvery fields the bytes are widened
+/// into the 16-bit `low_words` and `high_words` (each gains at most 256 a flush, and at most
+/// kBlock / 4 in a block). `Bytes` is any 64-byte vector type: the fast path, compiled for the
+/// baseline target until it is inlined, holds GCC's own.
+template <typename Bytes>
+struct WindowCount {
+  Bytes low_counts{}, high_counts{}, low_words{}, high_words{};
+};
+constexpr int64_t kWindowFlushEvery = 1024;
+
+/// Counts one step's 64 field bytes at `fields` into the window from field `window_start`.
+/// Fields below the window wrap to 256 - window_start and up (over 63: the fast path's fields are
+/// at most 186), fields above it exceed 15: both land on a zero byte of the one-hot tables.
+template <typename Bytes>
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void count_window_step(const uint8_t* fields, int window_start,
+                                                                              WindowCount<Bytes>& window) {
   alignas(64) static constexpr uint8_t kOneHot[2][64] = {
       {1, 2, 4, 8, 16, 32, 64, 128}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, 128}};
   const __m512i low_one_hot = _mm512_load_si512(kOneHot[0]);
@@ -440,31 +458,70 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields
   // yields bit k of the qword's 8 bytes in byte k.
   const __m512i transpose = _mm512_set1_epi64(static_cast<int64_t>(0x8040201008040201ull));
   const __m512i outside = _mm512_set1_epi8(63);  // a place whose one-hot byte is 0 in both tables
+  const __m512i place = _mm512_min_epu8(
+      _mm512_sub_epi8(_mm512_loadu_si512(fields), _mm512_set1_epi8(static_cast<char>(window_start))), outside);
+  const __m512i low_bits = _mm512_permutexvar_epi8(place, low_one_hot);
+  const __m512i high_bits = _mm512_permutexvar_epi8(place, high_one_hot);
+  window.low_counts = (Bytes)_mm512_add_epi8((__m512i)window.low_counts,
+                                             _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, low_bits, 0)));
+  window.high_counts = (Bytes)_mm512_add_epi8(
+      (__m512i)window.high_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, high_bits, 0)));
+}
+
+/// Widens the window's byte counts into its words, and clears them.
+template <typename Bytes>
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void flush_window_count(WindowCount<Bytes>& window) {
+  window.low_words = (Bytes)widen_window_counts((__m512i)window.low_counts, (__m512i)window.low_words);
+  window.high_words = (Bytes)widen_window_counts((__m512i)window.high_counts, (__m512i)window.high_words);
+  window.low_counts = Bytes{};
+  window.high_counts = Bytes{};
+}
+
+/// Adds a flushed window's counts to totals[window_start .. window_start + kFieldWindow - 1].
+/// Returns how many it counted.
+template <typename Bytes>
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline int64_t add_window_count(const WindowCount<Bytes>& window,
+                                                                                int window_start, int64_t* totals) {
+  return add_window_counts((__m512i)window.low_words, totals + window_start) +
+         add_window_counts((__m512i)window.high_words, totals + window_start + 8);
+}
+
+/// Counts the fields first .. last among `count` (a multiple of 64, at most kBlock) field bytes
+/// into `totals`, by byte transposition, kFieldWindow fields per read of the bytes. The last
+/// window may run past `last`: the caller has no fields there, or counts them itself. Returns how
+/// many it counted.
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields_by_transposition(
+    const uint8_t* fields, int64_t count, int first, int last, int64_t* totals) {
   int64_t counted = 0;
-  for (int low = first; low <= last; low += kFieldWindow) {
-    const __m512i window_start = _mm512_set1_epi8(static_cast<char>(low));
-    // Each of the 32 words gains at most 256 per flush (two bytes of at most 128), 512 in a
-    // block; the place totals at most kBlock.
-    __m512i low_words = _mm512_setzero_si512(), high_words = _mm512_setzero_si512();
-    for (int64_t start = 0; start < count; start += kFlushEvery) {
-      const int64_t end = std::min(count, start + kFlushEvery);
-      __m512i low_counts = _mm512_setzero_si512(), high_counts = _mm512_setzero_si512();
-      for (int64_t i = start; i < end; i += 64) {
-        // Fields below the window wrap to 256 - low and up (over 63: the fast path's fields
-        // are at most 186), fields above it exceed 15: both land on a zero byte of the tables.
-        const __m512i place =
-            _mm512_min_epu8(_mm512_sub_epi8(_mm512_loadu_si512(fields + i), window_start), outside);
-        const __m512i low_bits = _mm512_permutexvar_epi8(place, low_one_hot);
-        const __m512i high_bits = _mm512_permutexvar_epi8(place, high_one_hot);
-        low_counts = _mm512_add_epi8(low_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, low_bits, 0)));
-        high_counts =
-            _mm512_add_epi8(high_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, high_bits, 0)));
+  for (int window_start = first; window_start <= last; window_start += kFieldWindow) {
+    WindowCount<VectorTypes<64>::Byte> window;
+    for (int64_t flush_start = 0; flush_start < count; flush_start += kWindowFlushEvery) {
+      for (int64_t i = flush_start, end = std::min(count, flush_start + kWindowFlushEvery); i < end; i += 64) {
+        count_window_step(fields + i, window_start, window);
       }
-      low_words = widen_window_counts(low_counts, low_words);
-      high_words = widen_window_counts(high_counts, high_words);
+      flush_window_count(window);
     }
-    counted += add_window_counts(low_words, totals + low);
-    counted += add_window_counts(high_words, totals + low + 8);
+    counted += add_window_count(window, window_start, totals);
+  }
+  return counted;
+}
+
+/// Counts the fields outside the window from field `window_start` among `count` (a multiple of
+/// 64) field bytes, none of them 0, one by one into `totals`: for the few elements of a block that
+/// fall outside the window it counted in its loop (a dozen or so, for values from one
+/// distribution), where counting another window reads all of the block's fields again.
+/// Returns how many it counted.
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields_outside_window(
+    const uint8_t* fields, int64_t count, int window_start, int64_t* totals) {
+  const __m512i start = _mm512_set1_epi8(static_cast<char>(window_start));
+  const __m512i width = _mm512_set1_epi8(kFieldWindow);
+  int64_t counted = 0;
+  for (int64_t i = 0; i < count; i += 64) {
+    const __m512i place = _mm512_sub_epi8(_mm512_loadu_si512(fields + i), start);
+    for (uint64_t outside = _mm512_cmpge_epu8_mask(place, width); outside != 0; outside &= outside - 1) {
+      ++totals[fields[i + __builtin_ctzll(outside)]];
+      ++counted;
+    }
   }
   return counted;
 }
@@ -564,7 +621,7 @@ __attribute__((always_inline)) inline MagnitudeExtremes exact_extremes(const Sca
 /// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats or
 /// bfloat16s of a block, in vectors of kWidth bytes. Returns false, having changed nothing, when
 /// the block holds a value it does not handle.
-template <int kWidth, FieldCounting kCounting, typename Scalar>
+template <int kWidth, FieldCounting kCounting, bool kCountInLoop, typename Scalar>
 __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* values, int64_t count,
                                                                ChunkCounts& counts) {
   using V = VectorTypes<kWidth>;
@@ -576,6 +633,9 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
   // wrap to the top), in byte lanes.
   Byte max_fields{}, min_fields = Byte{} + 0xff, min_fields_less_one = Byte{} + 0xff;
   alignas(64) uint8_t field_bytes[kBlock];
+  static_assert(!kCountInLoop || kCounting == FieldCounting::kTranspose, "only byte transposition counts in the loop");
+  const int in_loop_window = counts.in_loop_window;
+  WindowCount<Byte> in_loop;
   for (int64_t i = 0; i < count; i += kStep) {
     // Four vectors at a time, whose fields fill one vector of bytes (in any order: only their
     // counts matter). Only four are loaded at once: the AVX2 copy's eight would not fit in its
@@ -604,6 +664,12 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
         std::memcpy(quad_fields, &packed, sizeof packed);
       }
     }
+#ifdef MPNANNY_X86_COPIES
+    if constexpr (kCountInLoop) {
+      count_window_step(field_bytes + i, in_loop_window, in_loop);
+      if (i % kWindowFlushEvery == kWindowFlushEvery - kStep) flush_window_count(in_loop);
+    }
+#endif
     for (int b = 0; b < kStep; b += kWidth) {
       Byte fields;
       std::memcpy(&fields, field_bytes + i + b, sizeof fields);
@@ -647,10 +713,41 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
   int64_t nonzero = 0;
   if (has_nonzero) {
 #ifdef MPNANNY_X86_COPIES
-    if constexpr (kCounting == FieldCounting::kTranspose) {
+    if constexpr (kCountInLoop) {
+      // The fields the window missed: one by one where they are few (and no zeros hide among
+      // the elements it did not count), otherwise in windows below it (that end where it starts)
+      // and above it.
+      flush_window_count(in_loop);
+      const int64_t in_window = add_window_count(in_loop, in_loop_window, counts.ordinary_fields);
+      nonzero = in_window;
+      constexpr int64_t kFewMissed = 32;
+      if (lowest_field != 0 && count - in_window <= kFewMissed) {
+        if (count > in_window) {
+          nonzero += count_fields_outside_window(field_bytes, count, in_loop_window, counts.ordinary_fields);
+        }
+      } else {
+        if (min_field < in_loop_window) {
+          const int windows_below = (in_loop_window - min_field + kFieldWindow - 1) / kFieldWindow;
+          nonzero += count_fields_by_transposition(field_bytes, count, in_loop_window - kFieldWindow * windows_below,
+                                                   in_loop_window - 1, counts.ordinary_fields);
+        }
+        if (max_field >= in_loop_window + kFieldWindow) {
+          nonzero += count_fields_by_transposition(field_bytes, count, in_loop_window + kFieldWindow, max_field,
+                                                   counts.ordinary_fields);
+        }
+      }
+    } else if constexpr (kCounting == FieldCounting::kTranspose) {
       nonzero = count_fields_by_transposition(field_bytes, count, min_field, max_field, counts.ordinary_fields);
     }
 #endif
+    if constexpr (kCounting == FieldCounting::kTranspose) {
+      // The next block is counted in the loop where this one's fields fit one window, with a
+      // field to spare above them where they leave one (the smallest magnitudes of a block vary
+      // more than its largest), and after it otherwise.
+      counts.in_loop_window = max_field - min_field < kFieldWindow
+                                  ? std::min(min_field, max_field - (kFieldWindow - 2))
+                                  : -1;
+    }
     if constexpr (kCounting == FieldCounting::kCompare) {
       for (int group = min_field; group <= max_field; group += kFieldGroup) {
         nonzero += count_field_group<kWidth>(field_bytes, count, group, counts.ordinary_fields);
@@ -732,8 +829,12 @@ __attribute__((always_inline)) inline void scan_block(const Scalar* values, int6
                                                       float* buffer) {
   const int64_t vectorized = count - count % kStep;
   int64_t done = 0;
-  if (vectorized > 0 && scan_ordinary_block<kWidth, kCounting>(values, vectorized, counts)) {
-    done = vectorized;
+  if (vectorized > 0) {
+    const bool ordinary = kCounting == FieldCounting::kTranspose && counts.in_loop_window >= 0
+                              ? scan_ordinary_block<kWidth, kCounting, kCounting == FieldCounting::kTranspose>(
+                                    values, vectorized, counts)
+                              : scan_ordinary_block<kWidth, kCounting, false>(values, vectorized, counts);
+    if (ordinary) done = vectorized;
   }
   if (done < count) {
     scan_general_block(widen_block<Scalar, kWidth>(values + done, 1, count - done, buffer), count - done, counts);

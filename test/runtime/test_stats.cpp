@@ -218,6 +218,58 @@ TEST(TensorStats, ExtremesInTheSameBinadeInALaterBlock) {
   expect_same_stats(values, "default threads");
 }
 
+// The transposing copy counts a block's exponent fields in its loop, in a window of 16 fields
+// guessed from the block before, and counts the fields the guess missed afterwards: one by one
+// where they are few, by windows below and above it where they are many or zeros hide among
+// them. Blocks of 2048 here move their fields against the block before in each of those ways;
+// every field is inside the histogram's range, so a field counted twice or missed shows in it.
+TEST(TensorStats, BlocksWhoseFieldsLeaveTheBlockBeforesAgree) {
+  constexpr int64_t kBlock = 2048;
+  at::manual_seed(8);
+  // Magnitudes in [2^low, 2^(high + 1)), spread over the binades, with random signs.
+  const auto spread = [](int64_t count, int low, int high) {
+    const at::Tensor exponents = at::randint(low, high + 1, {count}, at::kFloat);
+    const at::Tensor signs = at::randint(0, 2, {count}, at::kFloat) * 2 - 1;
+    return at::pow(2.0, exponents) * (1 + at::rand({count})) * signs;
+  };
+  const auto block_of = [&](int low, int high) { return spread(kBlock, low, high); };
+  const auto with = [](at::Tensor block, const at::Tensor& others, int64_t first) {
+    block.slice(0, first, first + others.numel()).copy_(others);
+    return block;
+  };
+  const std::vector<std::pair<std::string, at::Tensor>> blocks = {
+      {"eleven fields", block_of(0, 10)},
+      {"a few far below and above", with(block_of(0, 10), at::cat({spread(5, -20, -20), spread(3, 14, 14)}), 100)},
+      {"many below", with(block_of(0, 10), spread(100, -12, -4), 300)},
+      {"many above", with(block_of(0, 10), spread(100, 11, 15), 700)},
+      {"zeros and a few below", with(with(block_of(0, 10), at::zeros({500}), 0), spread(3, -20, -20), 1000)},
+      {"all below the last window", block_of(-22, -12)},
+      {"all zeros", at::zeros({kBlock})},
+      {"back up after zeros", block_of(0, 10)},
+      {"forty fields", block_of(-24, 15)},
+      {"after a block wider than a window", block_of(0, 10)},
+      {"sixteen fields", block_of(-5, 10)},
+      {"after sixteen fields", block_of(-5, 10)},
+      {"one field", block_of(3, 3)},
+      {"a field either side of the last", block_of(2, 4)},
+  };
+  std::vector<at::Tensor> parts;
+  for (const auto& block : blocks) {
+    SCOPED_TRACE(block.first);
+    ASSERT_EQ(block.second.numel(), kBlock);
+    parts.push_back(block.second);
+  }
+  const at::Tensor values = at::cat(parts);
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);  // one chunk: each block follows the one before
+  expect_same_stats(values, "float, one thread");
+  expect_same_stats(values.to(at::kBFloat16), "bfloat16, one thread");
+  expect_same_stats(values.slice(0, 1000), "float, blocks straddling two of the above");
+  at::set_num_threads(threads);
+  expect_same_stats(values, "float, default threads");
+  for (const auto& block : blocks) expect_same_stats(block.second.repeat({3}), block.first + ", three in a row");
+}
+
 // CTest runs these tests once per MPNANNY_STATS_ISA cap: each run must test the copy it names,
 // or a copy below it on a CPU without that one's instructions.
 TEST(TensorStats, TheInstructionSetCapPicksTheCopyItNames) {
