@@ -418,18 +418,13 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline __m512i widen_window_co
                                                   _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(counts, 1))));
 }
 
-/// Adds widened window counts to totals[0..7]. Returns how many they counted.
+/// Adds widened window counts to totals[0..7], in vectors. Returns how many they counted.
 __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline int64_t add_window_counts(__m512i words, int64_t* totals) {
   const __m256i halves = _mm256_add_epi16(_mm512_castsi512_si256(words), _mm512_extracti64x4_epi64(words, 1));
-  const __m128i places = _mm_add_epi16(_mm256_castsi256_si128(halves), _mm256_extracti128_si256(halves, 1));
-  alignas(16) uint16_t place_counts[8];
-  _mm_store_si128(reinterpret_cast<__m128i*>(place_counts), places);
-  int64_t counted = 0;
-  for (int place = 0; place < 8; ++place) {
-    totals[place] += place_counts[place];
-    counted += place_counts[place];
-  }
-  return counted;
+  const __m512i places = _mm512_cvtepu16_epi64(
+      _mm_add_epi16(_mm256_castsi256_si128(halves), _mm256_extracti128_si256(halves, 1)));
+  _mm512_storeu_si512(totals, _mm512_add_epi64(_mm512_loadu_si512(totals), places));
+  return _mm512_reduce_add_epi64(places);
 }
 
 /// A byte transposition count of one window of kFieldWindow fields, step by step (64 field bytes
