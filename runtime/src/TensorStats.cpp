@@ -439,28 +439,65 @@ struct WindowCount {
 };
 constexpr int64_t kWindowFlushEvery = 1024;
 
+/// The one-hot byte of each window place: places 0..7 in the first table, 8..15 in the second,
+/// none for places 16..63.
+alignas(64) constexpr uint8_t kWindowOneHot[2][64] = {
+    {1, 2, 4, 8, 16, 32, 64, 128}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, 128}};
+
+/// Adds a step's one-hot bytes, for the window's low and its high 8 places, to its byte counts.
+template <typename Bytes>
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void add_one_hot_step(__m512i low_bits, __m512i high_bits,
+                                                                             WindowCount<Bytes>& window) {
+  // With each element's one-hot byte as the matrix, the affine transform of the bytes 2^k
+  // yields bit k of the qword's 8 bytes in byte k.
+  const __m512i transpose = _mm512_set1_epi64(static_cast<int64_t>(0x8040201008040201ull));
+  window.low_counts = (Bytes)_mm512_add_epi8((__m512i)window.low_counts,
+                                             _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, low_bits, 0)));
+  window.high_counts = (Bytes)_mm512_add_epi8(
+      (__m512i)window.high_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, high_bits, 0)));
+}
+
 /// Counts one step's 64 field bytes at `fields` into the window from field `window_start`.
 /// Fields below the window wrap to 256 - window_start and up (over 63: the fast path's fields are
 /// at most 186), fields above it exceed 15: both land on a zero byte of the one-hot tables.
 template <typename Bytes>
 __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void count_window_step(const uint8_t* fields, int window_start,
                                                                               WindowCount<Bytes>& window) {
-  alignas(64) static constexpr uint8_t kOneHot[2][64] = {
-      {1, 2, 4, 8, 16, 32, 64, 128}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, 128}};
-  const __m512i low_one_hot = _mm512_load_si512(kOneHot[0]);
-  const __m512i high_one_hot = _mm512_load_si512(kOneHot[1]);
-  // With each element's one-hot byte as the matrix, the affine transform of the bytes 2^k
-  // yields bit k of the qword's 8 bytes in byte k.
-  const __m512i transpose = _mm512_set1_epi64(static_cast<int64_t>(0x8040201008040201ull));
   const __m512i outside = _mm512_set1_epi8(63);  // a place whose one-hot byte is 0 in both tables
   const __m512i place = _mm512_min_epu8(
       _mm512_sub_epi8(_mm512_loadu_si512(fields), _mm512_set1_epi8(static_cast<char>(window_start))), outside);
-  const __m512i low_bits = _mm512_permutexvar_epi8(place, low_one_hot);
-  const __m512i high_bits = _mm512_permutexvar_epi8(place, high_one_hot);
-  window.low_counts = (Bytes)_mm512_add_epi8((__m512i)window.low_counts,
-                                             _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, low_bits, 0)));
-  window.high_counts = (Bytes)_mm512_add_epi8(
-      (__m512i)window.high_counts, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(transpose, high_bits, 0)));
+  add_one_hot_step(_mm512_permutexvar_epi8(place, _mm512_load_si512(kWindowOneHot[0])),
+                   _mm512_permutexvar_epi8(place, _mm512_load_si512(kWindowOneHot[1])), window);
+}
+
+/// count_window_step for the fast path's loop, one operation less: the one-hot tables are rotated
+/// to the window, so that a field's low 6 bits (all vpermb reads) pick its place, and zeros are
+/// masked out. A field 64 away from one in the window lands in it too: the caller checks that
+/// the block's non-zero fields lie where none does (rotated_window_holds).
+template <typename Bytes>
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void count_window_step_rotated(const uint8_t* fields,
+                                                                                      int window_start,
+                                                                                      WindowCount<Bytes>& window) {
+  alignas(64) static constexpr uint8_t kIota[64] = {
+      0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+      22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+      44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
+  // Entry f of a rotated table is the one-hot byte of place f - window_start (mod 64): loop
+  // invariant, so made once per block.
+  const __m512i places_of_entries =
+      _mm512_sub_epi8(_mm512_load_si512(kIota), _mm512_set1_epi8(static_cast<char>(window_start)));
+  const __m512i low_one_hot = _mm512_permutexvar_epi8(places_of_entries, _mm512_load_si512(kWindowOneHot[0]));
+  const __m512i high_one_hot = _mm512_permutexvar_epi8(places_of_entries, _mm512_load_si512(kWindowOneHot[1]));
+  const __m512i field_bytes = _mm512_loadu_si512(fields);
+  const __mmask64 nonzero = _mm512_test_epi8_mask(field_bytes, field_bytes);
+  add_one_hot_step(_mm512_maskz_permutexvar_epi8(nonzero, field_bytes, low_one_hot),
+                   _mm512_maskz_permutexvar_epi8(nonzero, field_bytes, high_one_hot), window);
+}
+
+/// Whether fields min_field .. max_field are counted right by count_window_step_rotated: none of
+/// them is 64 away from a field of the window.
+inline bool rotated_window_holds(int window_start, int min_field, int max_field) {
+  return min_field >= window_start + kFieldWindow - 64 && max_field < window_start + 64;
 }
 
 /// Widens the window's byte counts into its words, and clears them.
@@ -690,7 +727,7 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
     }
 #ifdef MPNANNY_X86_COPIES
     if constexpr (kCountInLoop) {
-      count_window_step(field_bytes + i, in_loop_window, in_loop);
+      count_window_step_rotated(field_bytes + i, in_loop_window, in_loop);
       if (i % kWindowFlushEvery == kWindowFlushEvery - kStep) flush_window_count(in_loop);
     }
 #endif
@@ -749,22 +786,28 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
       // the elements it did not count), otherwise in windows below it (that end where it starts)
       // and above it.
       flush_window_count(in_loop);
-      const int64_t in_window = add_window_count(in_loop, in_loop_window, counts.ordinary_fields);
-      nonzero = in_window;
-      constexpr int64_t kFewMissed = 32;
-      if (lowest_field != 0 && count - in_window <= kFewMissed) {
-        if (count > in_window) {
-          nonzero += count_fields_outside_window(field_bytes, count, in_loop_window, counts.ordinary_fields);
-        }
+      if (!rotated_window_holds(in_loop_window, min_field, max_field)) {
+        // The window also counted fields 64 away from its own: all of them again instead.
+        nonzero = count_fields_by_transposition(field_bytes, count, min_field, max_field, counts.ordinary_fields);
       } else {
-        if (min_field < in_loop_window) {
-          const int windows_below = (in_loop_window - min_field + kFieldWindow - 1) / kFieldWindow;
-          nonzero += count_fields_by_transposition(field_bytes, count, in_loop_window - kFieldWindow * windows_below,
-                                                   in_loop_window - 1, counts.ordinary_fields);
-        }
-        if (max_field >= in_loop_window + kFieldWindow) {
-          nonzero += count_fields_by_transposition(field_bytes, count, in_loop_window + kFieldWindow, max_field,
-                                                   counts.ordinary_fields);
+        const int64_t in_window = add_window_count(in_loop, in_loop_window, counts.ordinary_fields);
+        nonzero = in_window;
+        constexpr int64_t kFewMissed = 32;
+        if (lowest_field != 0 && count - in_window <= kFewMissed) {
+          if (count > in_window) {
+            nonzero += count_fields_outside_window(field_bytes, count, in_loop_window, counts.ordinary_fields);
+          }
+        } else {
+          if (min_field < in_loop_window) {
+            const int windows_below = (in_loop_window - min_field + kFieldWindow - 1) / kFieldWindow;
+            nonzero += count_fields_by_transposition(field_bytes, count,
+                                                     in_loop_window - kFieldWindow * windows_below,
+                                                     in_loop_window - 1, counts.ordinary_fields);
+          }
+          if (max_field >= in_loop_window + kFieldWindow) {
+            nonzero += count_fields_by_transposition(field_bytes, count, in_loop_window + kFieldWindow, max_field,
+                                                     counts.ordinary_fields);
+          }
         }
       }
     } else if constexpr (kCounting == FieldCounting::kTranspose) {

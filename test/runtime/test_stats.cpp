@@ -222,7 +222,8 @@ TEST(TensorStats, ExtremesInTheSameBinadeInALaterBlock) {
 // guessed from the block before, and counts the fields the guess missed afterwards: one by one
 // where they are few, by windows below and above it where they are many or zeros hide among
 // them. Blocks of 2048 here move their fields against the block before in each of those ways;
-// every field is inside the histogram's range, so a field counted twice or missed shows in it.
+// nearly every field is inside the histogram's range, so a field counted twice or missed shows
+// in it.
 TEST(TensorStats, BlocksWhoseFieldsLeaveTheBlockBeforesAgree) {
   constexpr int64_t kBlock = 2048;
   at::manual_seed(8);
@@ -252,6 +253,9 @@ TEST(TensorStats, BlocksWhoseFieldsLeaveTheBlockBeforesAgree) {
       {"after sixteen fields", block_of(-5, 10)},
       {"one field", block_of(3, 3)},
       {"a field either side of the last", block_of(2, 4)},
+      {"eleven fields again", block_of(0, 10)},
+      // 2^-58's field is 64 below 2^6's, inside the last block's window.
+      {"a few 64 fields below the last window", with(block_of(0, 10), spread(4, -58, -58), 50)},
   };
   std::vector<at::Tensor> parts;
   for (const auto& block : blocks) {
