@@ -100,8 +100,8 @@ namespace {
 //         window of 8 fields, a GF(2) affine transform transposes each 8x8 bit block so that
 //         byte k gathers bit k of 8 elements, and a byte popcount adds them: four operations
 //         count 8 fields for 64 elements (count_fields_by_transposition). One window of 16
-//         fields is counted in the loop itself, as the bytes are made (count_window_step): the
-//         window the block before needed, with a field to spare above it. The fields it missed
+//         fields is counted in the loop itself, as the bytes are made (count_window_step_rotated):
+//         the window the block before needed, with a field to spare above it. The fields it missed
 //         (the block's rare smallest magnitudes, mostly) are counted after the loop, one by
 //         one where they are few (count_fields_outside_window), by windows where they are not;
 //       * otherwise vector compares, one field at a time (in groups of kFieldGroup): two
