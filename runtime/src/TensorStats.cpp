@@ -904,10 +904,13 @@ __attribute__((always_inline)) inline void scan_block(const Scalar* values, int6
   const int64_t vectorized = count - count % kStep;
   int64_t done = 0;
   if (vectorized > 0) {
-    const bool ordinary = kCounting == FieldCounting::kTranspose && counts.in_loop_window >= 0
-                              ? scan_ordinary_block<kWidth, kCounting, kCounting == FieldCounting::kTranspose>(
-                                    values, vectorized, counts)
-                              : scan_ordinary_block<kWidth, kCounting, false>(values, vectorized, counts);
+    bool ordinary;
+    if constexpr (kCounting == FieldCounting::kTranspose) {
+      ordinary = counts.in_loop_window >= 0 ? scan_ordinary_block<kWidth, kCounting, true>(values, vectorized, counts)
+                                            : scan_ordinary_block<kWidth, kCounting, false>(values, vectorized, counts);
+    } else {
+      ordinary = scan_ordinary_block<kWidth, kCounting, false>(values, vectorized, counts);
+    }
     if (ordinary) done = vectorized;
   }
   if (done < count) {
