@@ -640,7 +640,9 @@ __attribute__((always_inline)) inline int64_t count_fields_by_nibbles(const uint
       // Places 0..15 become 0x70..0x7f; the rest (fields below the window wrap to at least 256 -
       // first, over 15: the fast path's fields are 67 or more) saturate at 0x80 and up.
       const Vector place = ops.adds(ops.sub(ops.load(fields + i), start), bias);
-      for (int pair = 0; pair < kPairs; ++pair) nibbles[pair] = ops.add8(nibbles[pair], ops.shuffle(tables[pair], place));
+      for (int pair = 0; pair < kPairs; ++pair) {
+        nibbles[pair] = ops.add8(nibbles[pair], ops.shuffle(tables[pair], place));
+      }
     }
     for (int pair = 0; pair < kPairs; ++pair) {
       low_sums[pair] = ops.add64(low_sums[pair], ops.sad(ops.and_(nibbles[pair], low)));
@@ -694,10 +696,16 @@ struct NibbleOpsAvx512 {
   __attribute__((target("avx512f,avx512bw"))) __m512i zero() const { return _mm512_setzero_si512(); }
   __attribute__((target("avx512f,avx512bw"))) __m512i load(const uint8_t* p) const { return _mm512_loadu_si512(p); }
   __attribute__((target("avx512f,avx512bw"))) __m512i sub(__m512i a, __m512i b) const { return _mm512_sub_epi8(a, b); }
-  __attribute__((target("avx512f,avx512bw"))) __m512i adds(__m512i a, __m512i b) const { return _mm512_adds_epu8(a, b); }
+  __attribute__((target("avx512f,avx512bw"))) __m512i adds(__m512i a, __m512i b) const {
+    return _mm512_adds_epu8(a, b);
+  }
   __attribute__((target("avx512f,avx512bw"))) __m512i add8(__m512i a, __m512i b) const { return _mm512_add_epi8(a, b); }
-  __attribute__((target("avx512f,avx512bw"))) __m512i add64(__m512i a, __m512i b) const { return _mm512_add_epi64(a, b); }
-  __attribute__((target("avx512f,avx512bw"))) __m512i and_(__m512i a, __m512i b) const { return _mm512_and_si512(a, b); }
+  __attribute__((target("avx512f,avx512bw"))) __m512i add64(__m512i a, __m512i b) const {
+    return _mm512_add_epi64(a, b);
+  }
+  __attribute__((target("avx512f,avx512bw"))) __m512i and_(__m512i a, __m512i b) const {
+    return _mm512_and_si512(a, b);
+  }
   __attribute__((target("avx512f,avx512bw"))) __m512i shuffle(__m512i t, __m512i i) const {
     return _mm512_shuffle_epi8(t, i);
   }
