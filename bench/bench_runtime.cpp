@@ -79,6 +79,7 @@ void bench_stat_kernel() {
       {"float 6K (example's size)", torch::randn({16 * 12 * 32})},
       {"float 256K", torch::randn({1 << 18})},
       {"float 256K uniform", torch::rand({1 << 18}) * 2 - 1},  // weights as initialized
+      {"float 1M after ReLU", torch::relu(torch::randn({1 << 20}))},  // half zeros, in every block
       {"float 1024x1024 t()", torch::randn({1024, 1024}).t()},
       {"bfloat16 4M", torch::randn({1 << 22}).to(torch::kBFloat16)},
       {"half 4M", torch::randn({1 << 22}).to(torch::kHalf)},

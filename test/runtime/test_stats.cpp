@@ -218,6 +218,37 @@ TEST(TensorStats, ExtremesInTheSameBinadeInALaterBlock) {
   expect_same_stats(values, "default threads");
 }
 
+// fp32 subnormals share zeros' exponent field. Where the block before held zeros (every block of
+// a ReLU's output), the AVX-512 copies look for subnormals in their loop instead of reading the
+// block again: a subnormal among such zeros must still send its block down the element-by-element
+// path, and the blocks around it keep their exact counts.
+TEST(TensorStats, SubnormalsAmongAReluOutputsZeros) {
+  constexpr int64_t kBlock = 2048;
+  at::manual_seed(11);
+  at::Tensor values = at::relu(at::randn({6 * kBlock}));
+  // Blocks 2 and 4 hold no magnitude below those of blocks 0 and 1, so only a subnormal needs
+  // their smallest non-zero magnitude: without it, block 2 is not read again at all.
+  for (const int64_t block : {2, 4}) {
+    at::Tensor part = values.slice(0, block * kBlock, (block + 1) * kBlock);
+    part.copy_((part > 0) * (1 + at::rand({kBlock})));
+  }
+  const float smallest = std::ldexp(1.0f, -133), larger = -std::ldexp(1.5f, -128);  // both held by bfloat16
+  values[2 * kBlock + 100] = smallest;  // after two blocks with zeros
+  values[4 * kBlock + 7] = larger;      // after one block with none (block 3, made positive)
+  values.slice(0, 3 * kBlock, 4 * kBlock).add_(0.5);
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);  // one chunk, read block after block
+  for (const at::Tensor& read : {values, values.to(at::kBFloat16)}) {
+    const std::string what = read.scalar_type() == at::kFloat ? "float" : "bfloat16";
+    expect_same_stats(read, what + ", one thread");
+    const TensorStats stats = compute_tensor_stats(read);
+    EXPECT_EQ(stats.min_abs_nonzero, static_cast<double>(smallest)) << what;
+    EXPECT_EQ(stats.bf16_subnormal, 2) << what;
+  }
+  at::set_num_threads(threads);
+  expect_same_stats(values, "float, default threads");
+}
+
 // The transposing copy counts a block's exponent fields in its loop, in a window of 16 fields
 // guessed from the block before, and counts the fields the guess missed afterwards: one by one
 // where they are few, by windows below and above it where they are many or zeros hide among
