@@ -79,9 +79,8 @@ namespace {
 //     the field bytes below) tell which blocks may hold the chunk's largest or smallest non-zero
 //     magnitude, and only those are read again, in L1, for the exact value (exact_extremes): for
 //     values drawn from one distribution, the first few blocks and then the few that hold the
-//     rare extremes. Blocks with zeros are read again too, to rule out fp32 subnormals (field 0,
-//     like zeros), except in the AVX-512 copies where the block before held zeros: those look
-//     for subnormals in the loop, one VFPCLASSPS per vector;
+//     rare extremes. Blocks with zeros would be read again too, to rule out fp32 subnormals
+//     (field 0, like zeros), but on x86 the denormal-operand flag tells (DenormalOperandFlag);
 //   - sum and sum of squares in float, 64 accumulator lanes (element i of a block goes to the
 //     same lane whatever the vector width: load_quad) so that each lane adds at most 32 values
 //     per block;
@@ -208,9 +207,56 @@ struct CountingBins {
   uint32_t field_bins[kFieldCopies][256 + 16] = {};  // padded: copies in different L1 banks
 };
 
+/// The x86 denormal-operand flag (MXCSR.DE) as the fast path's test for fp32 subnormals, which
+/// share exponent field 0 with zeros: every element of a block is an operand of the block's
+/// float sums, so the flag, clear when the block starts, is raised by its end exactly where the
+/// block held a subnormal. A block with zeros (every block of a ReLU's output) is then not read
+/// again only to rule them out: that second read, in L1, made a ReLU's output 1.15 to 1.2x
+/// slower, where one read of the flag costs about 6 ns. No other floating-point operation of the
+/// fast path takes a subnormal operand: its values lie in [2^-60, 2^60), so their partial sums
+/// and squares are normal, and blocks beyond that range are turned away before the flag is read.
+/// The general path's operations may raise it, so it is cleared after each of its runs.
+/// Not usable where the thread has DAZ on (denormal operands read as zero and raise nothing), nor
+/// off x86: the block is then read again. Held for one chunk, on the thread that scans it; the
+/// thread's MXCSR is put back at the chunk's end as it was at its start, so the training keeps its
+/// control bits and every flag it had raised, the denormal-operand flag included.
+class DenormalOperandFlag {
+ public:
+  DenormalOperandFlag() {
+#ifdef MPNANNY_X86_COPIES
+    saved_ = _mm_getcsr();
+    usable_ = (saved_ & kDenormalsAreZeros) == 0;
+    if (usable_) clear();
+#endif
+  }
+  ~DenormalOperandFlag() {
+#ifdef MPNANNY_X86_COPIES
+    if (usable_) _mm_setcsr(saved_);
+#endif
+  }
+  DenormalOperandFlag(const DenormalOperandFlag&) = delete;
+  DenormalOperandFlag& operator=(const DenormalOperandFlag&) = delete;
+
+  bool usable() const { return usable_; }
+#ifdef MPNANNY_X86_COPIES
+  bool raised() const { return (_mm_getcsr() & kDenormalOperand) != 0; }
+  void clear() const { _mm_setcsr(saved_ & ~kDenormalOperand); }
+#else
+  bool raised() const { return true; }
+  void clear() const {}
+#endif
+
+ private:
+  static constexpr unsigned kDenormalOperand = 1u << 1, kDenormalsAreZeros = 1u << 6;
+  unsigned saved_ = 0;
+  bool usable_ = false;
+};
+
 struct ChunkCounts {
-  explicit ChunkCounts(CountingBins& bins) : bins(bins) {}
+  explicit ChunkCounts(CountingBins& bins, const DenormalOperandFlag* denormal_flag = nullptr)
+      : bins(bins), denormal_flag(denormal_flag && denormal_flag->usable() ? denormal_flag : nullptr) {}
   CountingBins& bins;
+  const DenormalOperandFlag* denormal_flag;  // null where it cannot tell
   // Counted directly: by the general path, and the fast path's compare lanes.
   int64_t nan_count = 0, inf_count = 0, zero_count = 0;
   int64_t fp16_overflow = 0, fp16_subnormal = 0, fp16_flush = 0;
@@ -230,9 +276,6 @@ struct ChunkCounts {
   // The transposing fast path's guess at the next block's fields: the first field of the window
   // it counts in its loop, from the last block's, or -1 to count after the loop.
   int in_loop_window = -1;
-  // The AVX-512 fast path's guess, from the last block, that the next one holds zeros: its loop
-  // then looks for fp32 subnormals among them (see scan_ordinary_block).
-  bool subnormals_in_loop = false;
   // The fast path's sums, in double lanes (see kBlock), added into `sum` and `sum_squares` at
   // the end of the chunk.
   alignas(64) double lane_sums[kChunkLanes] = {};
@@ -743,14 +786,6 @@ template <typename Float>
 __attribute__((target("avx2,fma"))) inline void fused_add_square_avx2(Float& sum, const Float& value) {
   sum = (Float)_mm256_fmadd_ps((__m256)value, (__m256)value, (__m256)sum);
 }
-
-/// Marks the lanes of `value` that hold an fp32 subnormal (VFPCLASSPS class 0x20, denormal): one
-/// operation per vector.
-template <typename Float>
-__attribute__((target("avx512f,avx512dq"))) inline void note_subnormals_avx512(uint32_t& subnormal_lanes,
-                                                                            const Float& value) {
-  subnormal_lanes |= _mm512_fpclass_ps_mask((__m512)value, 0x20);
-}
 #endif
 
 /// sum += value * value, fused (one operation and one rounding) in the copies whose CPUs have
@@ -815,13 +850,7 @@ __attribute__((always_inline)) inline MagnitudeExtremes exact_extremes(const Sca
 /// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats or
 /// bfloat16s of a block, in vectors of kWidth bytes. Returns false, having changed nothing, when
 /// the block holds a value it does not handle.
-/// kSubnormalsInLoop (the AVX-512 copies, where the block before held zeros, as every block of a
-/// ReLU's output does): the loop looks for fp32 subnormals, which share field 0 with zeros, so
-/// that the block is not read again after it for its smallest non-zero magnitude only to rule
-/// them out. That second read, in L1, made a ReLU's output 1.15 to 1.2x slower, bound by its loads:
-/// looking for subnormals by VFPCLASSPS in it, instead of taking the smallest magnitude, gained
-/// nothing.
-template <int kWidth, FieldCounting kCounting, bool kCountInLoop, bool kSubnormalsInLoop, typename Scalar>
+template <int kWidth, FieldCounting kCounting, bool kCountInLoop, typename Scalar>
 __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* values, int64_t count,
                                                                ChunkCounts& counts) {
   using V = VectorTypes<kWidth>;
@@ -834,8 +863,6 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
   Byte max_fields{}, min_fields = Byte{} + 0xff, min_fields_less_one = Byte{} + 0xff;
   alignas(64) uint8_t field_bytes[kBlock];
   static_assert(!kCountInLoop || kCounting == FieldCounting::kTranspose, "only byte transposition counts in the loop");
-  static_assert(kWidth == 64 || !kSubnormalsInLoop, "only the AVX-512 copies look for subnormals in the loop");
-  uint32_t subnormal_lanes = 0;
   const int in_loop_window = counts.in_loop_window;
   WindowCount<Byte> in_loop;
   for (int64_t i = 0; i < count; i += kStep) {
@@ -851,9 +878,6 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
       for (int q = 0; q < 4; ++q) {
         sum[a + q] += quad[q];
         add_square<kWidth>(sum_squares[a + q], quad[q]);
-#ifdef MPNANNY_X86_COPIES
-        if constexpr (kSubnormalsInLoop) note_subnormals_avx512(subnormal_lanes, quad[q]);
-#endif
       }
       uint8_t* quad_fields = field_bytes + i + a * V::kLanes;
       if constexpr (kCounting == FieldCounting::kTranspose) {
@@ -901,19 +925,25 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
   const int min_field = min_field_less_one + 1;
   // The bounds are powers of two, so fields decide them exactly.
   if (max_field >= (kOrdinaryMaxBits >> 23) || (has_nonzero && min_field < (kOrdinaryMinBits >> 23))) return false;
-  // A subnormal sends the block down the general path.
-  if (subnormal_lanes != 0) return false;
+  // Field 0 holds zeros and fp32 subnormals alike; a subnormal sends the block down the general
+  // path.
+  bool subnormals_ruled_out = false;
+#ifdef MPNANNY_X86_COPIES
+  if (lowest_field == 0 && counts.denormal_flag) {
+    // The flag covers the whole block once every add of the sums has run: these empty asm
+    // statements take the sums as inputs and, volatile, stay before the flag's read.
+    for (int v = 0; v < kVectors; ++v) asm volatile("" : : "x"(sum[v]), "x"(sum_squares[v]));
+    if (counts.denormal_flag->raised()) return false;
+    subnormals_ruled_out = true;
+  }
+#endif
   // The exact extremes cost two operations per vector each, so the block is read again for them
   // (in L1) only where needed: the largest magnitude where the block's largest field reaches the
-  // chunk's so far, the smallest non-zero one where field 0 holds elements (zeros or fp32
-  // subnormals alike: a subnormal sends the block down the general path), unless the loop looked
-  // for subnormals, or where the block's smallest field is at or below the chunk's. For values
-  // drawn from one distribution: the first few blocks, and then the few that hold the rare
-  // extremes. (Taking the largest magnitude in the loop too, by VRANGEPS, where the block before
-  // reached the chunk's largest field, made uniform values up to 10 % faster but the example's
-  // normal ones 3 to 7 % slower.)
+  // chunk's so far, the smallest non-zero one where field 0 holds elements not known to be zeros
+  // or where the block's smallest field is at or below the chunk's. For values drawn from one
+  // distribution: the first few blocks, and then the few that hold the rare extremes.
   const bool need_max = max_field >= (counts.max_bits >> 23);
-  const bool need_min = (lowest_field == 0 && !kSubnormalsInLoop) || min_field <= (counts.min_nonzero_bits >> 23);
+  const bool need_min = (lowest_field == 0 && !subnormals_ruled_out) || min_field <= (counts.min_nonzero_bits >> 23);
   if (need_max || need_min) {
     const MagnitudeExtremes extremes = need_max && need_min ? exact_extremes<kWidth, true, true>(values, count)
                                        : need_max           ? exact_extremes<kWidth, true, false>(values, count)
@@ -924,7 +954,6 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
     }
     if (need_max) counts.max_bits = std::max(counts.max_bits, extremes.max_bits);
   }
-  if constexpr (kWidth == 64) counts.subnormals_in_loop = lowest_field == 0;
 
   // Non-zero elements have the fields of the block's smallest to largest non-zero magnitude;
   // the rest are zeros.
@@ -1059,19 +1088,6 @@ __attribute__((always_inline)) inline const float* widen_block(const Scalar* sou
   return buffer;
 }
 
-/// scan_ordinary_block, looking for subnormals in its loop where the block before predicts it
-/// (the AVX-512 copies).
-template <int kWidth, FieldCounting kCounting, bool kCountInLoop, typename Scalar>
-__attribute__((always_inline)) inline bool scan_ordinary_block_as_predicted(const Scalar* values, int64_t count,
-                                                                            ChunkCounts& counts) {
-  if constexpr (kWidth == 64) {
-    if (counts.subnormals_in_loop) {
-      return scan_ordinary_block<kWidth, kCounting, kCountInLoop, true>(values, count, counts);
-    }
-  }
-  return scan_ordinary_block<kWidth, kCounting, kCountInLoop, false>(values, count, counts);
-}
-
 /// Reads `count` (at most kBlock) contiguous floats, or bfloat16s, into `counts`; `buffer` has
 /// room for the block widened to float, where the general path needs it.
 template <int kWidth, FieldCounting kCounting, typename Scalar>
@@ -1082,16 +1098,16 @@ __attribute__((always_inline)) inline void scan_block(const Scalar* values, int6
   if (vectorized > 0) {
     bool ordinary;
     if constexpr (kCounting == FieldCounting::kTranspose) {
-      ordinary = counts.in_loop_window >= 0
-                     ? scan_ordinary_block_as_predicted<kWidth, kCounting, true>(values, vectorized, counts)
-                     : scan_ordinary_block_as_predicted<kWidth, kCounting, false>(values, vectorized, counts);
+      ordinary = counts.in_loop_window >= 0 ? scan_ordinary_block<kWidth, kCounting, true>(values, vectorized, counts)
+                                            : scan_ordinary_block<kWidth, kCounting, false>(values, vectorized, counts);
     } else {
-      ordinary = scan_ordinary_block_as_predicted<kWidth, kCounting, false>(values, vectorized, counts);
+      ordinary = scan_ordinary_block<kWidth, kCounting, false>(values, vectorized, counts);
     }
     if (ordinary) done = vectorized;
   }
   if (done < count) {
     scan_general_block(widen_block<Scalar, kWidth>(values + done, 1, count - done, buffer), count - done, counts);
+    if (counts.denormal_flag) counts.denormal_flag->clear();
   }
 }
 
@@ -1223,6 +1239,15 @@ void scan_double_run(const double* source, int64_t stride, int64_t count, ChunkC
   }
 }
 
+/// The magnitude whose float bits are `bits` (finite), as a double, by integer arithmetic: a
+/// float-to-double conversion reads an fp32 subnormal as zero where the thread has DAZ on
+/// (at::globalContext().setFlushDenormal(true)).
+double magnitude_of_float_bits(int32_t bits) {
+  const int32_t field = bits >> 23, mantissa = bits & 0x7fffff;
+  return field == 0 ? std::ldexp(static_cast<double>(mantissa), -149)
+                    : std::ldexp(static_cast<double>(mantissa | 0x800000), field - 150);
+}
+
 void store(const ChunkCounts& counts, bool from_double, int64_t numel, TensorStats& stats) {
   stats.numel = numel;
   stats.nan_count = counts.nan_count;
@@ -1241,11 +1266,8 @@ void store(const ChunkCounts& counts, bool from_double, int64_t numel, TensorSta
     stats.max_abs = counts.max_abs_double;
     stats.min_abs_nonzero = counts.min_abs_nonzero_double;
   } else {
-    float max_value, min_value;
-    std::memcpy(&max_value, &counts.max_bits, sizeof max_value);
-    std::memcpy(&min_value, &counts.min_nonzero_bits, sizeof min_value);
-    stats.max_abs = max_value;
-    stats.min_abs_nonzero = counts.min_nonzero_bits < kInfinityBits ? static_cast<double>(min_value)
+    stats.max_abs = magnitude_of_float_bits(counts.max_bits);
+    stats.min_abs_nonzero = counts.min_nonzero_bits < kInfinityBits ? magnitude_of_float_bits(counts.min_nonzero_bits)
                                                                      : std::numeric_limits<double>::infinity();
   }
 }
@@ -1359,7 +1381,8 @@ TensorStats stats_of(const at::Tensor& tensor) {
   constexpr int64_t kGrain = 1 << 15;
   at::parallel_for(0, total, kGrain, [&](int64_t begin, int64_t end) {
     const BorrowedBins borrowed;
-    ChunkCounts counts(*borrowed);
+    const DenormalOperandFlag denormal_flag;
+    ChunkCounts counts(*borrowed, kIsDouble ? nullptr : &denormal_flag);
     int64_t index = begin;
     while (index < end) {
       const int64_t row = index / layout.row_length;

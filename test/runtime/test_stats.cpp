@@ -12,6 +12,10 @@
 
 #include "mpnanny/TensorStats.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 namespace mpnanny {
 namespace {
 
@@ -53,10 +57,7 @@ TensorStats reference_stats(const at::Tensor& tensor) {
   return stats;
 }
 
-void expect_same_stats(const at::Tensor& tensor, const std::string& what) {
-  SCOPED_TRACE(what);
-  const TensorStats expected = reference_stats(tensor);
-  const TensorStats actual = compute_tensor_stats(tensor);
+void expect_equal_stats(const TensorStats& actual, const TensorStats& expected) {
   EXPECT_EQ(actual.numel, expected.numel);
   EXPECT_EQ(actual.nan_count, expected.nan_count);
   EXPECT_EQ(actual.inf_count, expected.inf_count);
@@ -84,6 +85,11 @@ void expect_same_stats(const at::Tensor& tensor, const std::string& what) {
   } else {
     EXPECT_NEAR(actual.sum_squares, expected.sum_squares, tolerance);
   }
+}
+
+void expect_same_stats(const at::Tensor& tensor, const std::string& what) {
+  SCOPED_TRACE(what);
+  expect_equal_stats(compute_tensor_stats(tensor), reference_stats(tensor));
 }
 
 at::Tensor crafted_values(at::ScalarType type) {
@@ -218,36 +224,82 @@ TEST(TensorStats, ExtremesInTheSameBinadeInALaterBlock) {
   expect_same_stats(values, "default threads");
 }
 
-// fp32 subnormals share zeros' exponent field. Where the block before held zeros (every block of
-// a ReLU's output), the AVX-512 copies look for subnormals in their loop instead of reading the
-// block again: a subnormal among such zeros must still send its block down the element-by-element
-// path, and the blocks around it keep their exact counts.
-TEST(TensorStats, SubnormalsAmongAReluOutputsZeros) {
+// fp32 subnormals share zeros' exponent field. A block with zeros (every block of a ReLU's output)
+// is not read again to rule them out: on x86 the denormal-operand flag, raised by the block's
+// sums, tells. A subnormal among such zeros must still send its block down the element-by-element
+// path, after blocks with zeros and after one without, and with flush-denormal mode (DAZ) on, where
+// the flag stays down and the block is read again; the blocks around it keep their exact counts.
+at::Tensor relu_blocks_with_subnormals() {
   constexpr int64_t kBlock = 2048;
   at::manual_seed(11);
-  at::Tensor values = at::relu(at::randn({6 * kBlock}));
+  at::Tensor values = at::relu(at::randn({6 * kBlock + 6 * 37}));
   // Blocks 2 and 4 hold no magnitude below those of blocks 0 and 1, so only a subnormal needs
-  // their smallest non-zero magnitude: without it, block 2 is not read again at all.
+  // their smallest non-zero magnitude: without one, they are not read again at all.
   for (const int64_t block : {2, 4}) {
     at::Tensor part = values.slice(0, block * kBlock, (block + 1) * kBlock);
     part.copy_((part > 0) * (1 + at::rand({kBlock})));
   }
-  const float smallest = std::ldexp(1.0f, -133), larger = -std::ldexp(1.5f, -128);  // both held by bfloat16
-  values[2 * kBlock + 100] = smallest;  // after two blocks with zeros
-  values[4 * kBlock + 7] = larger;      // after one block with none (block 3, made positive)
+  values[2 * kBlock + 100] = std::ldexp(1.0f, -133);   // after two blocks with zeros
+  values[4 * kBlock + 7] = -std::ldexp(1.5f, -128);    // after one block with none (block 3, made positive)
   values.slice(0, 3 * kBlock, 4 * kBlock).add_(0.5);
+  values[6 * kBlock + 5] = std::ldexp(1.25f, -127);    // among the last 222, read partly element by element
+  return values;
+}
+
+TEST(TensorStats, SubnormalsAmongAReluOutputsZeros) {
+  const at::Tensor values = relu_blocks_with_subnormals();
   const int threads = at::get_num_threads();
   at::set_num_threads(1);  // one chunk, read block after block
-  for (const at::Tensor& read : {values, values.to(at::kBFloat16)}) {
-    const std::string what = read.scalar_type() == at::kFloat ? "float" : "bfloat16";
-    expect_same_stats(read, what + ", one thread");
-    const TensorStats stats = compute_tensor_stats(read);
-    EXPECT_EQ(stats.min_abs_nonzero, static_cast<double>(smallest)) << what;
-    EXPECT_EQ(stats.bf16_subnormal, 2) << what;
+  for (const bool flush_denormal : {false, true}) {
+    for (const at::Tensor& read : {values, values.to(at::kBFloat16)}) {
+      // Rows of 2084, 2085 apart: each row's last 36 elements are read element by element.
+      for (const at::Tensor& layout : {read, read.view({6, 2085}).slice(1, 0, 2084)}) {
+        const std::string what = std::string(read.scalar_type() == at::kFloat ? "float" : "bfloat16") +
+                                 (layout.is_contiguous() ? "" : ", rows") +
+                                 (flush_denormal ? ", flush-denormal mode" : "");
+        SCOPED_TRACE(what);
+        // The reference converts to double through ATen, which reads subnormals as zero in
+        // flush-denormal mode: it is taken outside it.
+        const TensorStats expected = reference_stats(layout);
+        if (flush_denormal && !at::globalContext().setFlushDenormal(true)) continue;  // not on this CPU
+        const TensorStats actual = compute_tensor_stats(layout);
+        at::globalContext().setFlushDenormal(false);
+        expect_equal_stats(actual, expected);
+        EXPECT_EQ(actual.min_abs_nonzero, std::ldexp(1.0, -133));
+        EXPECT_EQ(actual.bf16_subnormal, 3);
+      }
+    }
   }
   at::set_num_threads(threads);
   expect_same_stats(values, "float, default threads");
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+// The kernel reads and clears the thread's denormal-operand flag: it must leave the thread's MXCSR
+// control bits (rounding, flush-denormal mode, exception masks) as the training set them, and every
+// flag the training had raised still raised.
+TEST(TensorStats, LeavesTheThreadsFloatingPointStateAsItWas) {
+  const at::Tensor values = relu_blocks_with_subnormals();
+  const std::vector<at::Tensor> reads = {values, values.to(at::kBFloat16), values.to(at::kHalf),
+                                         values.view({6, 2085}).slice(1, 0, 2084)};
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);  // the chunk runs on this thread
+  const unsigned original = _mm_getcsr();
+  constexpr unsigned kFlags = 0x3f, kDenormalOperand = 1u << 1, kDenormalsAreZeros = 1u << 6;
+  for (const unsigned flags : {0u, kDenormalOperand, kFlags}) {
+    for (const unsigned daz : {0u, kDenormalsAreZeros}) {
+      _mm_setcsr((original & ~kFlags & ~kDenormalsAreZeros) | flags | daz);
+      const unsigned before = _mm_getcsr();
+      for (const at::Tensor& read : reads) compute_tensor_stats(read);
+      const unsigned after = _mm_getcsr();
+      EXPECT_EQ(after & ~kFlags, before & ~kFlags) << "flags before: " << flags << ", DAZ " << daz;
+      EXPECT_EQ(after & flags, flags) << "flags before: " << flags << ", DAZ " << daz;
+    }
+  }
+  _mm_setcsr(original);
+  at::set_num_threads(threads);
+}
+#endif
 
 // The transposing copy counts a block's exponent fields in its loop, in a window of 16 fields
 // guessed from the block before, and counts the fields the guess missed afterwards: one by one
