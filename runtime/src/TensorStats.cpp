@@ -211,7 +211,7 @@ struct CountingBins {
 /// share exponent field 0 with zeros: every element of a block is an operand of the block's
 /// float sums, so the flag, clear when the block starts, is raised by its end exactly where the
 /// block held a subnormal. A block with zeros (every block of a ReLU's output) is then not read
-/// again only to rule them out: that second read, in L1, made a ReLU's output 1.15 to 1.2x
+/// again only to rule them out: that second read, in L1, made a ReLU's output 1.15 to 1.3x
 /// slower, where one read of the flag costs about 6 ns. No other floating-point operation of the
 /// fast path takes a subnormal operand: its values lie in [2^-60, 2^60), so their partial sums
 /// and squares are normal, and blocks beyond that range are turned away before the flag is read.
