@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "MaskedFpExceptions.h"
 #include "SiteVerifier.h"
 #include "MemoryStats.h"
 #include "SourceLocator.h"
@@ -290,6 +291,7 @@ class BackwardObservation final : public torch::autograd::FunctionPostHook {
   torch::autograd::variable_list operator()(const torch::autograd::variable_list& gradients,
                                             const torch::autograd::variable_list&) override {
     if (Nanny::Impl* impl = target_->impl.load()) {
+      const MaskedFpExceptions masked;
       try {
         impl->on_backward_gradients(op_, to_inputs_, gradients);
       } catch (...) {
@@ -397,6 +399,7 @@ class OpObserver {
   static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     Nanny::Impl* session = instance().session_.load(std::memory_order_acquire);
     if (!session) return nullptr;
+    const MaskedFpExceptions masked;
     try {
       return session->on_op_start(fn);
     } catch (...) {
@@ -411,6 +414,7 @@ class OpObserver {
     if (!op.outermost) return;
     Nanny::Impl* session = instance().session_.load(std::memory_order_acquire);
     if (!session) return;
+    const MaskedFpExceptions masked;
     try {
       session->on_op_end(fn, op);
     } catch (...) {
@@ -1187,6 +1191,7 @@ void Nanny::Impl::remove_gradient_hooks() {
 
 void Nanny::Impl::on_gradient(const std::string& name, const at::Tensor& gradient) {
   if (!active_.load()) return;
+  const MaskedFpExceptions masked;
   try {
     if (in_step_ && traced_) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -1219,6 +1224,7 @@ void Nanny::Impl::on_gradient(const std::string& name, const at::Tensor& gradien
 void Nanny::Impl::end_watched_step() {
   watch_step_end_queued_ = false;
   if (!active_.load()) return;
+  const MaskedFpExceptions masked;
   try {
     const int64_t finished = step_;
     end_step();
@@ -1317,6 +1323,7 @@ StepGuard Nanny::step(int64_t step) {
 }
 
 void Nanny::begin_step(int64_t step) {
+  const MaskedFpExceptions masked;
   try {
     impl_->begin_step(step);
   } catch (const std::exception& exception) {
@@ -1325,6 +1332,7 @@ void Nanny::begin_step(int64_t step) {
 }
 
 void Nanny::end_step() {
+  const MaskedFpExceptions masked;
   try {
     impl_->end_step();
   } catch (const std::exception& exception) {
@@ -1333,6 +1341,7 @@ void Nanny::end_step() {
 }
 
 void Nanny::record_scalar(const std::string& name, double value) {
+  const MaskedFpExceptions masked;
   try {
     impl_->record_scalar(name, value);
   } catch (...) {
@@ -1340,6 +1349,7 @@ void Nanny::record_scalar(const std::string& name, double value) {
 }
 
 void Nanny::flush() {
+  const MaskedFpExceptions masked;
   try {
     impl_->flush();
   } catch (...) {
@@ -1347,6 +1357,7 @@ void Nanny::flush() {
 }
 
 void Nanny::close() {
+  const MaskedFpExceptions masked;
   try {
     if (impl_) impl_->close();
   } catch (...) {

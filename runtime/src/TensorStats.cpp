@@ -1,5 +1,7 @@
 #include "mpnanny/TensorStats.h"
 
+#include "MaskedFpExceptions.h"
+
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
@@ -217,30 +219,24 @@ struct CountingBins {
 /// and squares are normal, and blocks beyond that range are turned away before the flag is read.
 /// The general path's operations may raise it, so it is cleared after each of its runs.
 /// Not usable where the thread has DAZ on (denormal operands read as zero and raise nothing), nor
-/// off x86: the block is then read again. Held for one chunk, on the thread that scans it; the
-/// thread's MXCSR is put back at the chunk's end as it was at its start, so the training keeps its
-/// control bits and every flag it had raised, the denormal-operand flag included.
+/// off x86: the block is then read again. Held for one chunk, on the thread that scans it, with
+/// exceptions masked: a block's lanes may add +inf and -inf before the block is turned away. The
+/// thread's MXCSR is put back at the chunk's end as it was at its start (MaskedFpExceptions).
 class DenormalOperandFlag {
  public:
   DenormalOperandFlag() {
-#ifdef MPNANNY_X86_COPIES
-    saved_ = _mm_getcsr();
-    usable_ = (saved_ & kDenormalsAreZeros) == 0;
-    if (usable_) clear();
-#endif
-  }
-  ~DenormalOperandFlag() {
-#ifdef MPNANNY_X86_COPIES
-    if (usable_) _mm_setcsr(saved_);
+#ifdef MPNANNY_FP_STATE_IS_MXCSR
+    usable_ = (masked_.masked_state() & kDenormalsAreZeros) == 0;
+    clear();
 #endif
   }
   DenormalOperandFlag(const DenormalOperandFlag&) = delete;
   DenormalOperandFlag& operator=(const DenormalOperandFlag&) = delete;
 
   bool usable() const { return usable_; }
-#ifdef MPNANNY_X86_COPIES
+#ifdef MPNANNY_FP_STATE_IS_MXCSR
   bool raised() const { return (_mm_getcsr() & kDenormalOperand) != 0; }
-  void clear() const { _mm_setcsr(saved_ & ~kDenormalOperand); }
+  void clear() const { _mm_setcsr(masked_.masked_state() & ~kDenormalOperand); }
 #else
   bool raised() const { return true; }
   void clear() const {}
@@ -248,7 +244,7 @@ class DenormalOperandFlag {
 
  private:
   static constexpr unsigned kDenormalOperand = 1u << 1, kDenormalsAreZeros = 1u << 6;
-  unsigned saved_ = 0;
+  const MaskedFpExceptions masked_;
   bool usable_ = false;
 };
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cfenv>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -341,6 +342,57 @@ TEST(Scenario, InjectedInfinity) {
   nanny.close();
   EXPECT_EQ(distinct(nanny.alerts()), (std::set<std::string>{"INF@" + at_line(inf_line)})) << listing(nanny.alerts());
 }
+
+#ifdef __GLIBC__
+// A training that traps on floating-point exceptions, as one does to find where a NaN starts,
+// must not be stopped by the nanny: its rules and statistics meet the infinities and NaNs the
+// training holds without trapping (+inf and -inf that the stat pass's lanes add together, a NaN
+// loss that the rules compare), and the training's traps are as they were after each step. The
+// training itself only selects and clamps them, which raises nothing.
+TEST(Scenario, ATrainingThatTrapsOnFloatingPointExceptionsIsNotStopped) {
+  ScratchDir dir;
+  torch::manual_seed(7);
+  auto net = std::make_shared<Mlp>(16, 32, 8);
+  const torch::Tensor x = torch::randn({16, 16}), y = torch::randn({16, 8});
+  torch::Tensor positive = torch::zeros({16, 32}, torch::kBool), negative = torch::zeros({16, 32}, torch::kBool);
+  positive.index_put_({0, 3}, true);
+  negative.index_put_({2, 3}, true);  // 64 elements on: the same lane of the stat pass
+  const torch::Tensor nans = torch::full({16, 32}, std::nan(""));
+  int inf_line = 0;
+  constexpr int kTraps = FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW;
+  std::vector<int> traps_after_steps;
+  {
+    Nanny nanny(net, traced_every_step(dir));
+    const int threads = at::get_num_threads();
+    at::set_num_threads(1);  // every chunk of the stat pass on this thread, which traps
+    feenableexcept(kTraps);
+    torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(1e-3));
+    for (int64_t step = 0; step < 2; ++step) {
+      {
+        auto guard = nanny.step(step);
+        optimizer.zero_grad();
+        auto h = net->fc1(x);
+        const double inf = std::numeric_limits<double>::infinity();
+        auto injected = h.masked_fill(positive, inf).masked_fill(negative, -inf); inf_line = __LINE__;
+        auto bounded = injected.clamp(-1, 1);
+        if (step == 1) bounded = torch::where(positive, nans, bounded);
+        torch::Tensor loss = torch::mse_loss(net->fc2(bounded), y);
+        loss.backward();
+        optimizer.step();
+        nanny.record_scalar("loss", step == 1 ? std::nan("") : 0.5);  // item() of a NaN traps in ATen
+      }
+      traps_after_steps.push_back(fegetexcept());
+    }
+    fedisableexcept(FE_ALL_EXCEPT);
+    at::set_num_threads(threads);
+    nanny.close();
+    // The NaN reaches the watched ops after the infinities did, in the same rows: only the first
+    // bad site is named.
+    EXPECT_EQ(distinct(nanny.alerts()), (std::set<std::string>{"INF@" + at_line(inf_line)})) << listing(nanny.alerts());
+  }
+  EXPECT_EQ(traps_after_steps, (std::vector<int>{kTraps, kTraps}));
+}
+#endif
 
 TEST(Scenario, InfinityInTheBatchIsReportedAtTheFirstOpThatReadsIt) {
   ScratchDir dir;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfenv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -298,6 +299,33 @@ TEST(TensorStats, LeavesTheThreadsFloatingPointStateAsItWas) {
   }
   _mm_setcsr(original);
   at::set_num_threads(threads);
+}
+#endif
+
+#ifdef __GLIBC__
+// A training may trap on floating-point exceptions to find where a NaN starts. The kernel's lanes
+// add a block's values before the block is turned away for holding infinities: +inf and -inf
+// in one lane is an invalid operation, which must not raise SIGFPE in the training's thread.
+TEST(TensorStats, InfinitiesOfBothSignsDoNotTrapATrainingThatTraps) {
+  at::Tensor values = at::randn({3 * 2048});
+  values[5] = std::numeric_limits<float>::infinity();
+  values[5 + 64] = -std::numeric_limits<float>::infinity();  // the same accumulator lane
+  values[2048 + 9] = std::numeric_limits<float>::max();
+  values[2048 + 9 + 64] = std::numeric_limits<float>::max();  // squares overflow float
+  const at::Tensor bfloat16_values = values.to(at::kBFloat16);  // float's max rounds to infinity
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);  // the chunk runs on this thread, which traps
+  constexpr int kTraps = FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW;
+  feenableexcept(kTraps);
+  const TensorStats stats = compute_tensor_stats(values);
+  const TensorStats bfloat16_stats = compute_tensor_stats(bfloat16_values);
+  const int traps_after = fegetexcept();
+  fedisableexcept(FE_ALL_EXCEPT);
+  at::set_num_threads(threads);
+  EXPECT_EQ(traps_after, kTraps) << "the kernel must leave the training's traps as they were";
+  expect_equal_stats(stats, reference_stats(values));
+  expect_equal_stats(bfloat16_stats, reference_stats(bfloat16_values));
+  EXPECT_EQ(stats.inf_count, 2);
 }
 #endif
 
