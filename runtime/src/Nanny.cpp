@@ -399,7 +399,6 @@ class OpObserver {
   static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     Nanny::Impl* session = instance().session_.load(std::memory_order_acquire);
     if (!session) return nullptr;
-    const MaskedFpExceptions masked;
     try {
       return session->on_op_start(fn);
     } catch (...) {
@@ -1191,9 +1190,9 @@ void Nanny::Impl::remove_gradient_hooks() {
 
 void Nanny::Impl::on_gradient(const std::string& name, const at::Tensor& gradient) {
   if (!active_.load()) return;
-  const MaskedFpExceptions masked;
   try {
     if (in_step_ && traced_) {
+      const MaskedFpExceptions masked;
       std::lock_guard<std::mutex> lock(mutex_);
       at::Tensor& stored = step_gradients_[name];
       // Several backward passes in one step (gradient accumulation) add up, as .grad does.

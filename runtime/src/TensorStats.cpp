@@ -238,7 +238,6 @@ class DenormalOperandFlag {
   bool raised() const { return (_mm_getcsr() & kDenormalOperand) != 0; }
   void clear() const { _mm_setcsr(masked_.masked_state() & ~kDenormalOperand); }
 #else
-  bool raised() const { return true; }
   void clear() const {}
 #endif
 
