@@ -3,6 +3,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -15,6 +18,13 @@
 #endif
 #ifndef MPNANNY_INSTALLED_RULES_DIR
 #define MPNANNY_INSTALLED_RULES_DIR ""
+#endif
+// The install's data folder relative to its bin/ and to its lib/ folder (checks/CMakeLists.txt).
+#ifndef MPNANNY_DATA_FROM_BINDIR
+#define MPNANNY_DATA_FROM_BINDIR ""
+#endif
+#ifndef MPNANNY_DATA_FROM_LIBDIR
+#define MPNANNY_DATA_FROM_LIBDIR ""
 #endif
 
 namespace fs = std::filesystem;
@@ -419,10 +429,46 @@ std::shared_ptr<const KnowledgeBase> KnowledgeBase::cached(const std::string &Di
   return KB;
 }
 
+namespace {
+/// The executable or shared library this code is part of (mpnanny-check, mpnanny-mcp, or the
+/// clang-tidy plugin's checks library).
+fs::path pathOfThisObject() {
+  Dl_info Info;
+  link_map *Map = nullptr;
+  if (dladdr1(reinterpret_cast<void *>(&pathOfThisObject), &Info, reinterpret_cast<void **>(&Map),
+              RTLD_DL_LINKMAP) &&
+      Map && Map->l_name && *Map->l_name)
+    return Map->l_name;
+  // The main program's link map has no name (and dladdr's is only its argv[0]).
+  std::error_code EC;
+  fs::path Self = fs::read_symlink("/proc/self/exe", EC);
+  return EC ? fs::path() : Self;
+}
+} // namespace
+
+std::string installedDataDirectory(const std::string &Name) {
+  const fs::path Object = pathOfThisObject();
+  if (Object.empty())
+    return "";
+  std::error_code EC;
+  for (const char *Relative : {MPNANNY_DATA_FROM_BINDIR, MPNANNY_DATA_FROM_LIBDIR}) {
+    if (!*Relative)
+      continue;
+    const fs::path Candidate = Object.parent_path() / Relative / "mpnanny" / Name;
+    if (fs::is_directory(Candidate, EC))
+      return fs::weakly_canonical(Candidate, EC).string();
+  }
+  return "";
+}
+
 std::string KnowledgeBase::defaultDirectory() {
   if (const char *Env = std::getenv("MPNANNY_RULES"); Env && *Env)
     return Env;
+  if (std::string Installed = installedDataDirectory("rules"); !Installed.empty())
+    return Installed;
   std::error_code EC;
+  if (*MPNANNY_SOURCE_RULES_DIR && fs::is_directory(MPNANNY_SOURCE_RULES_DIR, EC))
+    return MPNANNY_SOURCE_RULES_DIR;
   if (*MPNANNY_INSTALLED_RULES_DIR && fs::is_directory(MPNANNY_INSTALLED_RULES_DIR, EC))
     return MPNANNY_INSTALLED_RULES_DIR;
   return MPNANNY_SOURCE_RULES_DIR;

@@ -104,14 +104,21 @@ private:
   Mark Where;
 };
 
+/// `share/mpnanny/<Name>` of the installation the calling executable or library was loaded
+/// from, found from that file's own path: an installation made with `cmake --install --prefix`,
+/// or moved, finds its data where a build-time path would miss it. Empty where that folder does
+/// not exist (in a build tree).
+std::string installedDataDirectory(const std::string &Name);
+
 class KnowledgeBase {
 public:
   /// Reads every *.yaml / *.yml file of a directory, in name order. Throws LoadError.
   static std::shared_ptr<const KnowledgeBase> loadDirectory(const std::string &Dir);
   /// The same, but each directory is read once per process.
   static std::shared_ptr<const KnowledgeBase> cached(const std::string &Dir);
-  /// The rules directory to use when none is given: $MPNANNY_RULES, then the
-  /// installed share/mpnanny/rules, then the source tree's rules/.
+  /// The rules directory to use when none is given: $MPNANNY_RULES, then the share/mpnanny/rules
+  /// of the installation this code runs from, then the source tree's rules/, then the configured
+  /// install prefix's.
   static std::string defaultDirectory();
 
   const std::vector<Op> &ops() const { return Ops; }

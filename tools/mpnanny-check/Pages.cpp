@@ -1,6 +1,8 @@
 //===--- Pages.cpp - mpnanny-check -----------------------------------------===//
 #include "Pages.h"
 
+#include "KnowledgeBase.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
@@ -12,6 +14,10 @@ namespace mpnanny::check {
 std::string knowledgeDir() {
   if (const char *Env = std::getenv("MPNANNY_KNOWLEDGE"); Env && *Env)
     return Env;
+  if (std::string Installed = kb::installedDataDirectory("knowledge"); !Installed.empty())
+    return Installed;
+  if (llvm::sys::fs::is_directory(MPNANNY_KNOWLEDGE_DIR))
+    return MPNANNY_KNOWLEDGE_DIR;
   if (llvm::sys::fs::is_directory(MPNANNY_INSTALLED_KNOWLEDGE_DIR))
     return MPNANNY_INSTALLED_KNOWLEDGE_DIR;
   return MPNANNY_KNOWLEDGE_DIR;
