@@ -3,8 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <dlfcn.h>
-#include <link.h>
+#include "LoadedObject.h"
 
 #include <algorithm>
 #include <cmath>
@@ -430,24 +429,14 @@ std::shared_ptr<const KnowledgeBase> KnowledgeBase::cached(const std::string &Di
 }
 
 namespace {
-/// The executable or shared library this code is part of (mpnanny-check, mpnanny-mcp, or the
-/// clang-tidy plugin's checks library).
-fs::path pathOfThisObject() {
-  Dl_info Info;
-  link_map *Map = nullptr;
-  if (dladdr1(reinterpret_cast<void *>(&pathOfThisObject), &Info, reinterpret_cast<void **>(&Map),
-              RTLD_DL_LINKMAP) &&
-      Map && Map->l_name && *Map->l_name)
-    return Map->l_name;
-  // The main program's link map has no name (and dladdr's is only its argv[0]).
-  std::error_code EC;
-  fs::path Self = fs::read_symlink("/proc/self/exe", EC);
-  return EC ? fs::path() : Self;
-}
+void anchorOfThisObject() {}
 } // namespace
 
 std::string installedDataDirectory(const std::string &Name) {
-  const fs::path Object = pathOfThisObject();
+  // The executable or library this file is linked into: mpnanny-check, mpnanny-mcp, or the
+  // clang-tidy plugin's checks library.
+  const fs::path Object =
+      pathOfObjectHolding(reinterpret_cast<const void *>(&anchorOfThisObject));
   if (Object.empty())
     return "";
   std::error_code EC;

@@ -7,6 +7,8 @@
 // files or is silently ignored; this one stops with a message naming both versions.
 //
 //===----------------------------------------------------------------------===//
+#include "../LoadedObject.h"
+
 #include <dlfcn.h>
 #include <link.h>
 
@@ -47,10 +49,8 @@ int loadedClangMajor(std::string &Seen) {
 }
 
 std::string directoryOfThisLibrary() {
-  Dl_info Info;
-  if (!dladdr(reinterpret_cast<void *>(&directoryOfThisLibrary), &Info) || !Info.dli_fname)
-    return ".";
-  std::string Path = Info.dli_fname;
+  const std::string Path =
+      mpnanny::pathOfObjectHolding(reinterpret_cast<const void *>(&directoryOfThisLibrary));
   size_t Slash = Path.rfind('/');
   return Slash == std::string::npos ? "." : Path.substr(0, Slash);
 }
