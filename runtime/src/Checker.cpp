@@ -184,10 +184,14 @@ void RobustBaseline::add(double value) {
 LossScaleMonitor::Observation LossScaleMonitor::observe(int64_t step, double scale) {
   Observation result;
   const bool backed_off = previous_scale_ && scale < *previous_scale_;
+  if (previous_scale_ && !backed_off) found_working_scale_ = true;
   previous_scale_ = scale;
   if (backed_off) {
     result.skipped = true;
-    backoff_steps_.push_back(step);
+    // Backing off from an initial scale that is too high, before any step went through, is the
+    // scaler's search for a working scale (GradScaler starts at 65536 and commonly skips a few
+    // steps): those backoffs are drops, never a collapse.
+    if (found_working_scale_) backoff_steps_.push_back(step);
   }
   while (!backoff_steps_.empty() && backoff_steps_.front() <= step - thresholds_.loss_scale_collapse_window) {
     backoff_steps_.pop_front();
@@ -200,7 +204,7 @@ LossScaleMonitor::Observation LossScaleMonitor::observe(int64_t step, double sca
     result.finding =
         Finding{AlertType::LossScaleCollapse, Severity::Error, static_cast<double>(recent_backoffs),
                 static_cast<double>(thresholds_.loss_scale_collapse_backoffs),
-                format("loss scale backed off %.0f times within %.0f steps (now %g)",
+                format("loss scale backed off %.0f times within %.0f steps after it had found a working scale (now %g)",
                        static_cast<double>(recent_backoffs),
                        static_cast<double>(thresholds_.loss_scale_collapse_window), scale)};
   } else if (backed_off) {

@@ -239,18 +239,61 @@ TEST(RobustBaseline, ConstantMetricUsesTheMinimumDeviation) {
 TEST(LossScaleMonitor, BackoffIsADropAndRepeatedBackoffsACollapse) {
   LossScaleMonitor monitor({});
   EXPECT_FALSE(monitor.observe(0, 65536).finding);
-  EXPECT_FALSE(monitor.observe(1, 131072).finding);  // growth is fine
+  EXPECT_FALSE(monitor.observe(1, 131072).finding);  // growth is fine: step 1 went through at 65536
   const auto drop = monitor.observe(2, 65536);
   EXPECT_TRUE(drop.skipped);
   ASSERT_TRUE(drop.finding);
   EXPECT_EQ(drop.finding->type, AlertType::LossScaleDrop);
   EXPECT_EQ(drop.finding->severity, Severity::Warning);
-  EXPECT_EQ(monitor.observe(3, 32768).finding->type, AlertType::LossScaleDrop);
-  EXPECT_EQ(monitor.observe(4, 16384).finding->type, AlertType::LossScaleDrop);
-  const auto collapse = monitor.observe(5, 8192);  // the fourth backoff within 50 steps
+  double scale = 65536;
+  for (int64_t step = 3; step <= 8; ++step) {  // the second to seventh backoffs within 50 steps
+    scale /= 2;
+    const auto observation = monitor.observe(step, scale);
+    ASSERT_TRUE(observation.finding) << step;
+    EXPECT_EQ(observation.finding->type, AlertType::LossScaleDrop) << step;
+  }
+  const auto collapse = monitor.observe(9, scale / 2);  // the eighth
   ASSERT_TRUE(collapse.finding);
   EXPECT_EQ(collapse.finding->type, AlertType::LossScaleCollapse);
   EXPECT_EQ(collapse.finding->severity, Severity::Error);
+}
+
+// GradScaler starts at 65536, usually too high, and halves it on each of the first steps until
+// one goes through: a search, not a collapse, however many steps it takes above loss_scale_min.
+TEST(LossScaleMonitor, TheFirstSearchForAWorkingScaleIsNoCollapse) {
+  LossScaleMonitor monitor({});
+  double scale = 65536;
+  int64_t step = 0;
+  EXPECT_FALSE(monitor.observe(step++, scale).finding);
+  for (int backoff = 0; backoff < 6; ++backoff) {  // down to 1024
+    scale /= 2;
+    const auto observation = monitor.observe(step++, scale);
+    EXPECT_TRUE(observation.skipped);
+    ASSERT_TRUE(observation.finding);
+    EXPECT_EQ(observation.finding->type, AlertType::LossScaleDrop) << "backoff " << backoff;
+  }
+  for (int ok = 0; ok < 100; ++ok) EXPECT_FALSE(monitor.observe(step++, scale).finding);
+  // Once a scale worked, eight backoffs within 50 steps are the collapse the rule is for (down to
+  // 4, still above loss_scale_min).
+  for (int backoff = 1; backoff <= 8; ++backoff) {
+    scale /= 2;
+    const auto observation = monitor.observe(step++, scale);
+    ASSERT_TRUE(observation.finding);
+    EXPECT_EQ(observation.finding->type, backoff < 8 ? AlertType::LossScaleDrop : AlertType::LossScaleCollapse)
+        << "backoff " << backoff;
+  }
+}
+
+// The scale settling lower early in training (gradients grow), with steps going through between
+// the backoffs: four drops in a few steps are the scaler doing its job.
+TEST(LossScaleMonitor, AScaleThatSettlesLowerAfterAFewBackoffsIsNoCollapse) {
+  LossScaleMonitor monitor({});
+  double scale = 65536;
+  for (int64_t step = 0; step < 200; ++step) {
+    if (step == 10 || step == 13 || step == 14 || step == 16) scale /= 2;
+    const auto observation = monitor.observe(step, scale);
+    if (observation.finding) EXPECT_EQ(observation.finding->type, AlertType::LossScaleDrop) << step;
+  }
 }
 
 TEST(LossScaleMonitor, ScaleBelowOneCollapses) {

@@ -34,8 +34,10 @@ struct AlertThresholds {
   int64_t swamping_min_inputs = 64;
   /// LOSS_SCALE_COLLAPSE when the scale falls below this...
   double loss_scale_min = 1.0;
-  /// ...or backs off this many times within loss_scale_collapse_window steps.
-  int loss_scale_collapse_backoffs = 4;
+  /// ...or backs off this many times within loss_scale_collapse_window steps (16 % of them
+  /// skipped), once a step has gone through: the backoffs of the scaler's first search, down from
+  /// an initial scale too high for any step, do not count.
+  int loss_scale_collapse_backoffs = 8;
   int64_t loss_scale_collapse_window = 50;
   /// Adaptive baseline: observations of a metric at one site before it can flag anything.
   int64_t adaptive_warmup = 100;
@@ -107,7 +109,8 @@ class LossScaleMonitor {
  private:
   AlertThresholds thresholds_;
   std::optional<double> previous_scale_;
-  std::deque<int64_t> backoff_steps_;
+  std::deque<int64_t> backoff_steps_;  // since the first step that went through
+  bool found_working_scale_ = false;
 };
 
 }  // namespace mpnanny
