@@ -1,6 +1,7 @@
 #include "mpnanny/GradScaler.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/optim/optimizer.h>
 
 #include <cmath>
@@ -21,6 +22,18 @@ bool has_amp_kernels(const c10::Device& device) { return device.is_cuda(); }
                            "scaler.scale(loss or outputs) earlier in the iteration.");
 }
 
+/// Hides the ops on the scale tensor from RecordFunction callbacks. The scale is the scaler's own
+/// fp32 bookkeeping, never a value of the model: its 65536 (above fp16's 65504) filled in by
+/// full/fill_, and its inverse, would otherwise be judged as the model's values by a monitor of
+/// those ops (the nanny's OVERFLOW).
+class ScaleBookkeeping {
+ public:
+  ScaleBookkeeping() : unobserved_(false) {}
+
+ private:
+  at::RecordFunctionGuard unobserved_;
+};
+
 }  // namespace
 
 GradScaler::GradScaler(GradScalerOptions options) : options_(options) {
@@ -32,6 +45,7 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(options) {
 }
 
 void GradScaler::lazy_init(const c10::Device& device) {
+  const ScaleBookkeeping bookkeeping;
   scale_ = at::full({}, options_.init_scale, at::TensorOptions().dtype(at::kFloat).device(device));
   growth_tracker_ = at::full({}, pending_growth_tracker_.value_or(0), at::TensorOptions().dtype(at::kInt).device(device));
 }
@@ -52,7 +66,10 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
 
   // Inverse in fp64, then rounded once to fp32, as PyTorch does: for a power-of-two scale it is
   // exact, and for a loaded odd scale it is the closest float.
-  const at::Tensor inv_scale = scale_.to(at::kDouble).reciprocal().to(at::kFloat);
+  const at::Tensor inv_scale = [&] {
+    const ScaleBookkeeping bookkeeping;
+    return scale_.to(at::kDouble).reciprocal().to(at::kFloat);
+  }();
 
   // Group gradients by device (the fused kernel takes one device's list at a time).
   std::unordered_map<c10::Device, std::vector<at::Tensor>> grads_per_device;
@@ -118,6 +135,7 @@ bool GradScaler::step(torch::optim::Optimizer& optimizer) {
 }
 
 void GradScaler::update_scale(const at::Tensor& found_inf) {
+  const ScaleBookkeeping bookkeeping;
   if (has_amp_kernels(scale_.device())) {
     at::_amp_update_scale_(scale_, growth_tracker_, found_inf, options_.growth_factor, options_.backoff_factor,
                            options_.growth_interval);
@@ -160,6 +178,7 @@ void GradScaler::update() {
 void GradScaler::update(double new_scale) {
   if (!options_.enabled) return;
   if (!scale_.defined()) missing_scale("update");
+  const ScaleBookkeeping bookkeeping;
   scale_.fill_(new_scale);
   per_optimizer_.clear();
 }
@@ -200,6 +219,7 @@ void GradScaler::load_state_dict(const std::map<std::string, double>& state) {
   options_.backoff_factor = value("backoff_factor");
   options_.growth_interval = static_cast<int64_t>(value("growth_interval"));
   pending_growth_tracker_ = tracker;
+  const ScaleBookkeeping bookkeeping;
   if (scale_.defined()) scale_.fill_(scale);
   if (growth_tracker_.defined()) growth_tracker_.fill_(tracker);
 }

@@ -13,6 +13,7 @@
 
 #include "TestSupport.h"
 #include "TracedEveryStep.h"
+#include "mpnanny/GradScaler.h"
 #include "mpnanny/Nanny.h"
 
 namespace mpnanny {
@@ -824,6 +825,32 @@ TEST(Nanny, WatchStartsAgainAfterCloseAndWarnsAboutASecondModel) {
   EXPECT_EQ(second.database_path(), second_dir.file("metrics.db"));
   EXPECT_EQ(query(second.database_path(), "SELECT name FROM tensor_stats WHERE phase='gradient' ORDER BY name"),
             (test::Rows{{"head.bias"}, {"head.weight"}}));
+}
+
+// mpnanny's GradScaler keeps its scale in an fp32 tensor that it fills with 65536 (above fp16's
+// 65504) and grows by fill_: its own bookkeeping, which the nanny must not judge as the model's
+// values, on a healthy model that the scaler grows twice.
+TEST(Scenario, TrainingWithMpnannysGradScalerRaisesNothing) {
+  ScratchDir dir;
+  torch::manual_seed(21);
+  auto net = std::make_shared<Mlp>(16, 32, 8);
+  const torch::Tensor x = torch::randn({64, 16}), y = torch::randn({64, 8});
+  GradScaler scaler({.growth_interval = 2});
+  Options options = traced_every_step(dir);
+  options.loss_scale = loss_scale_of(scaler);
+  Nanny nanny(net, options);
+  torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(1e-3));
+  for (int64_t step = 0; step < 5; ++step) {
+    auto guard = nanny.step(step);
+    optimizer.zero_grad();
+    scaler.scale(torch::mse_loss(net->fc2(torch::relu(net->fc1(x))), y)).backward();
+    scaler.step(optimizer);
+    scaler.update();
+  }
+  nanny.close();
+  EXPECT_EQ(scaler.get_scale(), 65536.0 * 4);
+  EXPECT_TRUE(nanny.alerts().empty()) << listing(nanny.alerts());
+  EXPECT_EQ(query_value(nanny.database_path(), "SELECT count(*) FROM loss_scale WHERE skipped=0"), "5");
 }
 }  // namespace
 }  // namespace mpnanny
