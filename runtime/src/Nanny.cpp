@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
@@ -114,8 +115,16 @@ struct BackwardNodeMark : at::ObserverContext {};
 // Per thread: how deep we are in watched ops (only the outermost is observed, so linear ->
 // addmm is one observation).
 thread_local int t_watched_depth = 0;
-thread_local uint64_t t_name_cache_generation = 0;
-thread_local std::unordered_map<const char*, int32_t> t_name_cache;
+// The thread's answers of watched_index. exit() destroys the main thread's thread_locals before
+// the atexit handlers that close watch()'s nanny and the verification session, and ops may still
+// run in between: once the cache is gone, lookups go uncached.
+thread_local bool t_name_cache_destroyed = false;
+struct NameCache {
+  std::unordered_map<const char*, int32_t> indices;
+  uint64_t generation = 0;
+  ~NameCache() { t_name_cache_destroyed = true; }
+};
+thread_local NameCache t_name_cache;
 
 std::atomic<uint64_t> g_session_generation{0};
 
@@ -157,6 +166,8 @@ class Nanny::Impl {
   void record_scalar(const std::string& name, double value);
   void flush();
   void close();
+  /// Stops observing for good, after one warning (none for an empty `why`); training goes on.
+  void switch_off(const std::string& why);
   bool active() const { return active_.load(); }
   bool closed() const { return closed_.load(); }
   const torch::nn::Module* model() const { return model_.get(); }
@@ -192,7 +203,6 @@ class Nanny::Impl {
   void report_verdicts();
   bool open_writer();
   std::string options_json() const;
-  void switch_off(const std::string& why);
   bool enqueue(Record record);
   int32_t watched_index(const char* name);
   int64_t location_id_for(const SourceLocation* frame);
@@ -237,7 +247,7 @@ class Nanny::Impl {
   bool opless_sites_ = false;               // some site names no op at all
   int64_t steps_begun_ = 0;
   std::atomic<bool> observing_{false};
-  bool verify_only_ = false;
+  std::atomic<bool> verify_only_{false};
   const bool implicit_steps_;
   std::atomic<bool> counting_steps_{false};
   std::atomic<bool> backward_seen_{false};
@@ -266,8 +276,9 @@ class Nanny::Impl {
   std::unordered_map<std::string, at::Tensor> step_gradients_;  // guarded by mutex_
   bool watch_mode_ = false;
   std::atomic<bool> watch_step_end_queued_{false};  // a backward pass will end watch()'s step
-  bool in_step_ = false;
-  bool traced_ = false;
+  // Read by gradient hooks, which run on the threads of whatever backward pass is running.
+  std::atomic<bool> in_step_{false};
+  std::atomic<bool> traced_{false};
   bool dense_ = false;
   int64_t step_ = 0;
   int64_t seq_ = 0;
@@ -680,20 +691,25 @@ bool Nanny::Impl::enqueue(Record record) {
 
 int32_t Nanny::Impl::watched_index(const char* name) {
   if (!name) return -1;
-  if (t_name_cache_generation != generation_) {
-    t_name_cache.clear();
-    t_name_cache_generation = generation_;
+  const auto uncached = [&] {
+    const auto found = watched_lookup_.find(name);
+    return found == watched_lookup_.end() ? int32_t{-1} : found->second;
+  };
+  if (t_name_cache_destroyed) return uncached();
+  auto& indices = t_name_cache.indices;
+  if (t_name_cache.generation != generation_) {
+    indices.clear();
+    t_name_cache.generation = generation_;
   }
-  const auto cached = t_name_cache.find(name);
+  const auto cached = indices.find(name);
   // Op names come from the operator registry and keep their address; a hit is re-checked
   // because a string-named RecordFunction could reuse an address.
-  if (cached != t_name_cache.end() &&
+  if (cached != indices.end() &&
       (cached->second < 0 || std::strcmp(watched_names_[cached->second].c_str(), name) == 0)) {
     return cached->second;
   }
-  const auto found = watched_lookup_.find(name);
-  const int32_t index = found == watched_lookup_.end() ? -1 : found->second;
-  t_name_cache[name] = index;
+  const int32_t index = uncached();
+  indices[name] = index;
   return index;
 }
 
@@ -996,15 +1012,21 @@ void Nanny::Impl::raise(const Finding& finding, Phase phase, const std::string& 
 void Nanny::Impl::begin_step(int64_t step) {
   if (!active_.load() || in_step_) return;
   in_step_ = true;
-  step_ = step;
-  step_alerts_ = 0;
-  step_saw_nonfinite_ = false;
-  step_value_error_ = false;
-  step_skipped_ = false;
   step_started_ = std::chrono::steady_clock::now();
   loss_scale_ = read_loss_scale();
-  dense_ = sampler_.in_dense_window(step);
-  traced_ = sampler_.should_trace(step);
+  {
+    // The hooks of a backward pass still running on another thread read these under the lock.
+    std::lock_guard<std::mutex> lock(mutex_);
+    step_ = step;
+    seq_ = 0;
+    step_alerts_ = 0;
+    step_saw_nonfinite_ = false;
+    step_value_error_ = false;
+    step_skipped_ = false;
+    step_gradients_.clear();
+    dense_ = sampler_.in_dense_window(step);
+    traced_ = sampler_.should_trace(step);
+  }
   const bool verifying = verifier_ && steps_begun_++ < options_.verify_steps;
   verify_only_ = verifying && !traced_;
   if (!traced_ && !verifying) {
@@ -1012,13 +1034,12 @@ void Nanny::Impl::begin_step(int64_t step) {
     if (implicit_steps_) OpObserver::instance().set_tracing(false);
     return;
   }
-  seq_ = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    step_gradients_.clear();
-  }
   if (traced_ && model_ && options_.track_update_ratio) {
     at::RecordFunctionGuard no_observation(false);
+    // Copies made in a step run under InferenceMode would be inference tensors, which a later
+    // step outside it may not copy into. InferenceMode(false) turns grad mode on: NoGradGuard
+    // after it turns it off again.
+    const c10::InferenceMode not_inference(false);
     c10::NoGradGuard no_grad;
     // Copies kept from the previous traced step (dense tracing) are copied into: no allocation.
     const auto parameters = model_->named_parameters();
@@ -1101,6 +1122,9 @@ void Nanny::Impl::observe_parameters() {
     if (!parameter_selected(name)) continue;
 
     const TensorStats weight_stats = compute_tensor_stats(weight);
+    // Nothing read (no elements, or a dtype or layout the kernel does not read): nothing to store,
+    // and above all no GRAD_VANISH for a norm nobody took.
+    if (weight_stats.numel == 0) continue;
     std::optional<double> update_ratio;
     if (weight_index < weights_before_.size() && weights_before_[weight_index].sizes() == weight.sizes()) {
       const double weight_norm = weight_stats.norm();
@@ -1122,6 +1146,7 @@ void Nanny::Impl::observe_parameters() {
     if (captured == step_gradients_.end()) continue;
     const at::Tensor gradient = captured->second;
     const TensorStats gradient_stats = compute_tensor_stats(gradient);
+    if (gradient_stats.numel == 0) continue;
     const int64_t gradient_seq = seq_++;
     enqueue(TensorRecord{step_, gradient_seq, Phase::Gradient, "", name, 0, c10::toString(gradient.scalar_type()),
                          shape_of(gradient), gradient_stats, std::nullopt});
@@ -1150,6 +1175,7 @@ void Nanny::Impl::observe_parameters() {
   }
   // Kept only when the next step is traced too: otherwise they would hold a second copy of the
   // weights until then.
+  std::lock_guard<std::mutex> lock(mutex_);
   if (!(options_.trace_interval == 1 || sampler_.in_dense_window(step_ + 1))) weights_before_.clear();
   step_gradients_.clear();
 }
@@ -1228,7 +1254,10 @@ void Nanny::Impl::end_watched_step() {
     const int64_t finished = step_;
     end_step();
     begin_step(finished + 1);
+  } catch (const std::exception& exception) {
+    switch_off(exception.what());
   } catch (...) {
+    switch_off("unknown exception");
   }
 }
 
@@ -1326,7 +1355,9 @@ void Nanny::begin_step(int64_t step) {
   try {
     impl_->begin_step(step);
   } catch (const std::exception& exception) {
-    warn_once_internal(exception.what());
+    impl_->switch_off(exception.what());
+  } catch (...) {
+    impl_->switch_off("unknown exception");
   }
 }
 
@@ -1335,7 +1366,9 @@ void Nanny::end_step() {
   try {
     impl_->end_step();
   } catch (const std::exception& exception) {
-    warn_once_internal(exception.what());
+    impl_->switch_off(exception.what());
+  } catch (...) {
+    impl_->switch_off("unknown exception");
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/record_function.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
@@ -1336,13 +1337,16 @@ RowLayout make_row_layout(const at::Tensor& tensor) {
 class BorrowedBins {
  public:
   BorrowedBins() {
-    thread_local std::unique_ptr<CountingBins> t_bins;
+    // Held in place, not through a pointer with a destructor: exit() destroys the main thread's
+    // thread_locals before it runs the atexit handler that closes watch()'s nanny, whose last
+    // step still computes stats here (a unique_ptr's bins were freed memory by then).
+    static_assert(std::is_trivially_destructible_v<CountingBins>);
+    thread_local CountingBins t_bins;
     thread_local bool t_in_use = false;
     if (!t_in_use) {
-      if (!t_bins) t_bins = std::make_unique<CountingBins>();
       in_use_ = &t_in_use;
       t_in_use = true;
-      bins_ = t_bins.get();
+      bins_ = &t_bins;
     } else {
       own_ = std::make_unique<CountingBins>();
       bins_ = own_.get();
@@ -1463,9 +1467,16 @@ bool is_observable_tensor(const at::Tensor& tensor) noexcept {
 
 TensorStats compute_tensor_stats(const at::Tensor& tensor) noexcept {
   try {
-    if (!is_observable_tensor(tensor) || tensor.numel() == 0) return {};
+    if (!tensor.defined()) return {};
     // Reading a tensor must never show up as an observed op of its own.
     at::RecordFunctionGuard no_observation(false);
+    // A sparse tensor holds its values and nothing else (its implicit zeros are not values a
+    // format could round); values at one index are added first, as the tensor's arithmetic does.
+    if (tensor.is_sparse()) return compute_tensor_stats(tensor.coalesce().values());
+    if (tensor.layout() != at::kStrided) return {};
+    // A complex number is two real ones in memory, each of which overflows or flushes on its own.
+    if (tensor.is_complex()) return compute_tensor_stats(at::view_as_real(tensor.resolve_conj()));
+    if (!is_observable_tensor(tensor) || tensor.numel() == 0) return {};
 #ifdef MPNANNY_WITH_CUDA
     TensorStats on_device;
     if (tensor.is_cuda() && compute_tensor_stats_cuda(tensor, on_device)) return on_device;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <malloc.h>
+
 #include <cfenv>
 #include <filesystem>
 #include <fstream>
@@ -851,6 +853,137 @@ TEST(Scenario, TrainingWithMpnannysGradScalerRaisesNothing) {
   EXPECT_EQ(scaler.get_scale(), 65536.0 * 4);
   EXPECT_TRUE(nanny.alerts().empty()) << listing(nanny.alerts());
   EXPECT_EQ(query_value(nanny.database_path(), "SELECT count(*) FROM loss_scale WHERE skipped=0"), "5");
+}
+
+// An evaluation step under InferenceMode, then training steps: the nanny keeps copies of the
+// weights for the update ratio, and copies made under InferenceMode would be inference tensors
+// that the next step could not copy into. Later steps must be observed as usual, with no warning.
+TEST(Scenario, AStepUnderInferenceModeLeavesTheNextStepsObserved) {
+  ScratchDir dir;
+  torch::manual_seed(22);
+  auto net = std::make_shared<Mlp>(16, 32, 8);
+  const torch::Tensor x = torch::randn({8, 16}), y = torch::randn({8, 8});
+  Nanny nanny(net, traced_every_step(dir));
+  testing::internal::CaptureStderr();
+  {
+    c10::InferenceMode inference;
+    auto guard = nanny.step(0);
+    (void)net->fc2(torch::relu(net->fc1(x)));
+  }
+  int overflow_line = 0;
+  torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(1e-3));
+  for (int64_t step = 1; step <= 2; ++step) {
+    auto guard = nanny.step(step);
+    optimizer.zero_grad();
+    auto h = torch::exp(net->fc1(x) + 20); overflow_line = __LINE__;  // e^20 = 4.9e8
+    torch::mse_loss(net->fc2(h / 1e8), y).backward();
+    optimizer.step();
+  }
+  const bool active_before_close = nanny.active();
+  nanny.close();
+  const std::string warnings = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(active_before_close);
+  EXPECT_EQ(warnings, "");
+  EXPECT_EQ(distinct(nanny.alerts()), (std::set<std::string>{"OVERFLOW@" + at_line(overflow_line)}))
+      << listing(nanny.alerts());
+  EXPECT_EQ(query(nanny.database_path(), "SELECT DISTINCT step FROM alerts ORDER BY step"),
+            (test::Rows{{"1"}, {"2"}}));
+  EXPECT_EQ(query_value(nanny.database_path(),
+                        "SELECT count(*) FROM tensor_stats WHERE phase='weight' AND update_ratio IS NOT NULL"),
+            "8");  // four parameters, two training steps
+}
+
+// Gradients the stat kernel once returned empty stats for -- a sparse Embedding's, a complex
+// parameter's, a parameter with no elements -- were reported as vanishing (norm 0) on every
+// traced step. They are measured (sparse: the stored rows; complex: both parts) or left out.
+TEST(Scenario, SparseComplexAndEmptyParametersAreMeasuredNotReportedAsVanishing) {
+  struct Unusual : torch::nn::Module {
+    Unusual()
+        : embedding(register_module("embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(10, 8).sparse(true)))),
+          rotation(register_parameter("rotation", torch::randn({4}, torch::kComplexFloat))),
+          nothing(register_parameter("nothing", torch::zeros({4, 0}))) {}
+    torch::nn::Embedding embedding;
+    torch::Tensor rotation, nothing;
+  };
+  ScratchDir dir;
+  torch::manual_seed(23);
+  auto net = std::make_shared<Unusual>();
+  const torch::Tensor tokens = torch::tensor({1, 3, 3, 7}, torch::kLong);
+  Nanny nanny(net, traced_every_step(dir));
+  train(nanny, *net, 3, [&](int64_t) {
+    return net->embedding(tokens).pow(2).mean() + net->rotation.abs().pow(2).sum() + net->nothing.sum();
+  });
+  nanny.close();
+  EXPECT_TRUE(nanny.alerts().empty()) << listing(nanny.alerts());
+  // Three distinct tokens, eight values each; four complex values, two parts each.
+  EXPECT_EQ(query(nanny.database_path(),
+                  "SELECT name, numel, norm > 0 FROM tensor_stats WHERE phase='gradient' AND step=0 ORDER BY name"),
+            (test::Rows{{"embedding.weight", "24", "1"}, {"rotation", "8", "1"}}));
+  EXPECT_EQ(query_value(nanny.database_path(), "SELECT count(*) FROM tensor_stats WHERE name='nothing'"), "0");
+}
+
+// Backward passes that other threads run while the training loop begins and ends steps: their
+// gradient hooks write the step's gradients while end_step reads and clears them. A race there
+// corrupted the heap in about one run of ten (TSan sees it every time: SANITIZE=tsan).
+TEST(Nanny, BackwardPassesOnOtherThreadsWhileStepsBeginAndEnd) {
+  ScratchDir dir;
+  torch::manual_seed(24);
+  torch::nn::Linear layer(64, 64);
+  Nanny nanny(layer, traced_every_step(dir));
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> passes{0};
+  const auto backward_passes = [&] {
+    while (!stop.load()) {
+      torch::log(torch::softmax(layer->forward(torch::randn({32, 64})), 1)).mean().backward();
+      ++passes;
+    }
+  };
+  std::thread first(backward_passes), second(backward_passes);
+  for (int64_t step = 0; step < 600; ++step) {
+    auto guard = nanny.step(step);
+    std::this_thread::yield();
+  }
+  stop = true;
+  first.join();
+  second.join();
+  nanny.flush();
+  EXPECT_TRUE(nanny.active());
+  EXPECT_GT(passes.load(), 0);
+  EXPECT_EQ(query_value(nanny.database_path(), "SELECT count(*) FROM steps"), "600");
+  nanny.close();
+}
+
+// watch()'s nanny is closed by an atexit handler, which ends its last step and reads the weights
+// once more. exit() has destroyed the main thread's thread_locals by then: state the stat kernel
+// or the op observer kept there must still be usable (it was freed memory, and glibc aborted).
+TEST(Nanny, WatchStoresItsLastStepWhenTheProgramExits) {
+  ScratchDir dir;
+  const auto train_and_exit = [&] {
+    mallopt(M_PERTURB, 0x5a);  // freed memory filled, so that using it shows
+    torch::manual_seed(25);
+    auto net = std::make_shared<Mlp>(16, 32, 8);
+    watch(net, traced_every_step(dir));
+    const torch::Tensor x = torch::randn({8, 16}), y = torch::randn({8, 8});
+    torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(1e-3));
+    for (int i = 0; i < 3; ++i) {
+      optimizer.zero_grad();
+      torch::mse_loss(net->fc2(torch::exp(net->fc1(x) * 1e3)), y).backward();  // INF: dense
+      optimizer.step();
+    }
+    std::exit(0);
+  };
+  EXPECT_EXIT(train_and_exit(), testing::ExitedWithCode(0), "");
+  const std::string database = dir.file("metrics.db");
+  // Three backward passes end steps 0 to 2; step 3, open at exit, is ended by the handler.
+  EXPECT_EQ(query_value(database, "SELECT count(*) FROM steps"), "4");
+  EXPECT_EQ(query_value(database, "SELECT count(*) FROM tensor_stats WHERE step=3 AND phase='weight'"), "4");
+  // ...counted in bins that are zero where a count starts (the child fills freed memory with 0x5a,
+  // so counts made in freed bins come out wrong even where glibc does not notice the write).
+  EXPECT_EQ(query_value(database,
+                        "SELECT count(*) FROM tensor_stats t JOIN histograms h USING (run_id, step, seq) "
+                        "WHERE t.step=3 AND t.phase='weight' AND (SELECT sum(value) FROM json_each(h.counts)) = "
+                        "t.numel - t.zero_count - t.nan_count - t.inf_count"),
+            "4");
 }
 }  // namespace
 }  // namespace mpnanny

@@ -444,6 +444,33 @@ TEST(TensorStats, UnsupportedAndEmptyTensorsGiveEmptyStats) {
   EXPECT_FALSE(is_observable_tensor(at::ones({2}, at::kBool)));
 }
 
+// A sparse COO tensor is read as what it stores, values at one index added first (a sparse
+// Embedding's gradient repeats the rows of repeated tokens); a complex one as its real and
+// imaginary parts, which fp16 holds each on its own. Neither comes back empty, which the gradient
+// rules would take for a zero gradient.
+TEST(TensorStats, SparseTensorsAreTheirCoalescedValuesAndComplexOnesTheirParts) {
+  const at::Tensor indices = at::tensor({0, 2, 0}, at::kLong).unsqueeze(0);
+  const at::Tensor values = at::tensor({1.0f, -2.0f, 3.0f, 0.0f, 70000.0f, 4.0f}).view({3, 2});
+  const TensorStats stored = compute_tensor_stats(at::sparse_coo_tensor(indices, values, {5, 2}));
+  EXPECT_EQ(stored.numel, 4);  // rows 0 (70001, 2) and 2 (3, 0)
+  EXPECT_EQ(stored.zero_count, 1);
+  EXPECT_EQ(stored.max_abs, 70001.0);
+  EXPECT_EQ(stored.fp16_overflow, 1);
+  EXPECT_NEAR(stored.sum_squares, 70001.0 * 70001.0 + 4.0 + 9.0, 70001.0 * 70001.0 * 2e-6);
+  EXPECT_EQ(compute_tensor_stats(at::sparse_coo_tensor(std::vector<int64_t>{1, 2}, at::TensorOptions().dtype(at::kFloat))).numel, 0);  // stores nothing
+
+  const at::Tensor complex = at::complex(at::tensor({3.0f, 0.0f}), at::tensor({-4.0f, 1e-30f}));
+  const TensorStats parts = compute_tensor_stats(complex);
+  EXPECT_EQ(parts.numel, 4);
+  EXPECT_EQ(parts.zero_count, 1);
+  EXPECT_EQ(parts.max_abs, 4.0);
+  EXPECT_EQ(parts.fp16_flush, 1);  // 1e-30 is 0 in fp16
+  EXPECT_DOUBLE_EQ(parts.norm(), 5.0);
+  EXPECT_DOUBLE_EQ(parts.sum, -1.0);
+  EXPECT_DOUBLE_EQ(compute_tensor_stats(complex.conj()).sum, 7.0);  // a lazy conjugate, resolved
+  EXPECT_EQ(compute_tensor_stats(at::complex(at::ones({3}, at::kDouble), at::ones({3}, at::kDouble))).numel, 6);
+}
+
 TEST(TensorStats, MeanAndNormCoverFiniteValues) {
   const auto stats = compute_tensor_stats(at::tensor({3.0f, 4.0f, std::numeric_limits<float>::infinity()}));
   EXPECT_DOUBLE_EQ(stats.norm(), 5.0);

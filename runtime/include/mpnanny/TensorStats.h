@@ -46,9 +46,11 @@ struct TensorStats {
 };
 
 /// Computes the statistics in one parallel pass (at::parallel_for) over float, double, half and
-/// bfloat16 tensors, contiguous or strided. Other dtypes (integers, bool, complex) and undefined
-/// tensors return an empty result (numel 0). CUDA tensors are copied to the host first: the CUDA
-/// kernel belongs to runtime/cuda/. Never throws: an unexpected error yields an empty result.
+/// bfloat16 tensors, contiguous or strided. A complex tensor is read as its real and imaginary
+/// parts (twice its numel), a sparse COO tensor as its coalesced stored values (numel: their
+/// count). Other dtypes (integers, bool) and layouts, and undefined tensors, return an empty
+/// result (numel 0). CUDA tensors go to runtime/cuda/'s kernel where it is built, and are copied
+/// to the host otherwise. Never throws: an unexpected error yields an empty result.
 TensorStats compute_tensor_stats(const at::Tensor& tensor) noexcept;
 
 /// ||a - b||_2 (in double) of two tensors of one shape, such as a weight before and after an
