@@ -922,30 +922,29 @@ TEST(Scenario, SparseComplexAndEmptyParametersAreMeasuredNotReportedAsVanishing)
   EXPECT_EQ(query_value(nanny.database_path(), "SELECT count(*) FROM tensor_stats WHERE name='nothing'"), "0");
 }
 
-// Backward passes that other threads run while the training loop begins and ends steps: their
+// A backward pass that another thread runs while the training loop begins and ends steps: its
 // gradient hooks write the step's gradients while end_step reads and clears them. A race there
-// corrupted the heap in about one run of ten (TSan sees it every time: SANITIZE=tsan).
-TEST(Nanny, BackwardPassesOnOtherThreadsWhileStepsBeginAndEnd) {
+// corrupted the heap in about one run of three (and TSan reports it: SANITIZE=tsan). One thread
+// only: two backward passes into the same parameters race inside LibTorch's AccumulateGrad.
+TEST(Nanny, ABackwardPassOnAnotherThreadWhileStepsBeginAndEnd) {
   ScratchDir dir;
   torch::manual_seed(24);
   torch::nn::Linear layer(64, 64);
   Nanny nanny(layer, traced_every_step(dir));
   std::atomic<bool> stop{false};
   std::atomic<int64_t> passes{0};
-  const auto backward_passes = [&] {
+  std::thread backward_passes([&] {
     while (!stop.load()) {
       torch::log(torch::softmax(layer->forward(torch::randn({32, 64})), 1)).mean().backward();
       ++passes;
     }
-  };
-  std::thread first(backward_passes), second(backward_passes);
+  });
   for (int64_t step = 0; step < 600; ++step) {
     auto guard = nanny.step(step);
     std::this_thread::yield();
   }
   stop = true;
-  first.join();
-  second.join();
+  backward_passes.join();
   nanny.flush();
   EXPECT_TRUE(nanny.active());
   EXPECT_GT(passes.load(), 0);
