@@ -56,11 +56,44 @@ std::string basename_of(const std::string& path) {
 }  // namespace
 
 bool SourceLocator::is_library_source(const std::string& file) {
-  static const std::array<const char*, 10> kLibraryPaths = {
-      "/ATen/",     "/c10/",     "/torch/csrc/", "/include/torch/", "/caffe2/",
-      "/include/c++/", "/bits/", "/include/mpnanny/", "/runtime/src/", "/ext/"};
+  // LibTorch's own folder names (installed headers, or a PyTorch source tree's paths), and the
+  // system's and the compiler's header roots; never a bare folder name a user's project may
+  // have too (ext/, bits/, src/): a match there moved a user's op to its caller's line.
+  static const std::array<const char*, 9> kLibraryPaths = {
+      "/ATen/", "/c10/", "/torch/csrc/", "/include/torch/", "/caffe2/", "/include/c++/", "/usr/include/",
+      "/lib/gcc/", "/include/mpnanny/"};
   for (const char* fragment : kLibraryPaths) {
     if (file.find(fragment) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool SourceLocator::is_library_function(const std::string& demangled) {
+  // The qualified name: what precedes the parameter list, less a template's return type (GCC
+  // demangles "at::Tensor torch::nn::AnyModuleHolder<...>::forward(...)").
+  int depth = 0;
+  size_t name_start = 0, name_end = demangled.size();
+  static const std::string kAnonymous = "(anonymous namespace)";
+  for (size_t i = 0; i < demangled.size(); ++i) {
+    if (demangled.compare(i, kAnonymous.size(), kAnonymous) == 0) {
+      i += kAnonymous.size() - 1;
+      continue;
+    }
+    const char c = demangled[i];
+    if (c == '<' || c == '{' || c == '[') ++depth;
+    if ((c == '>' || c == '}' || c == ']') && depth > 0) --depth;
+    if (depth != 0) continue;
+    if (c == ' ') name_start = i + 1;
+    if (c == '(') {
+      name_end = i;
+      break;
+    }
+  }
+  const std::string name = demangled.substr(name_start, name_end - name_start);
+  static const std::array<const char*, 7> kLibraryNamespaces = {"at::",  "c10::",      "torch::", "caffe2::",
+                                                                "std::", "__gnu_cxx::", "mpnanny::"};
+  for (const char* prefix : kLibraryNamespaces) {
+    if (name.rfind(prefix, 0) == 0) return true;
   }
   return false;
 }
@@ -125,9 +158,15 @@ SourceLocator::Verdict SourceLocator::symbolize(uintptr_t return_address) {
   Dwarf_Addr bias = 0;
   Dwarf_Die* compile_unit = dwfl_module_addrdie(module, pc, &bias);
   if (!compile_unit) {
-    // No debug information: the symbol name is all there is, and it is the user's.
+    // No debug information: the symbol name is all there is. LibTorch's header code instantiated
+    // or not inlined in the user's binary (at::exp, AnyModuleHolder<...>::forward) is not the
+    // user's frame, nor is a frame of a stripped binary, which has no name to show: the walk goes
+    // on to the frame that called it (the user's code in a library with debug information calls
+    // the executable's copy of at::exp).
+    const std::string function = demangle(dwfl_module_addrname(module, pc));
+    if (function.empty() || is_library_function(function)) return verdict;
     verdict.user = true;
-    verdict.location.function = demangle(dwfl_module_addrname(module, pc));
+    verdict.location.function = function;
     return verdict;
   }
   std::string file;

@@ -30,6 +30,9 @@ class SourceLocator {
 
   /// True for source files that belong to LibTorch, the C++ library or the runtime's headers.
   static bool is_library_source(const std::string& file);
+  /// True for a demangled function name in LibTorch's, the C++ library's or the runtime's
+  /// namespaces: code of theirs compiled into the user's binary, told apart without debug info.
+  static bool is_library_function(const std::string& demangled);
   /// True for shared objects whose frames are never the user's (libtorch, libc10, libc, ...).
   static bool is_library_module(const std::string& path);
 

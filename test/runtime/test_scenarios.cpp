@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "TestSupport.h"
+#include "attribution/Attribution.h"
 #include "TracedEveryStep.h"
 #include "mpnanny/GradScaler.h"
 #include "mpnanny/Nanny.h"
@@ -983,6 +984,45 @@ TEST(Nanny, WatchStoresItsLastStepWhenTheProgramExits) {
                         "WHERE t.step=3 AND t.phase='weight' AND (SELECT sum(value) FROM json_each(h.counts)) = "
                         "t.numel - t.zero_count - t.nan_count - t.inf_count"),
             "4");
+}
+
+// The source locator skips LibTorch's and the system's code by its paths and, without debug
+// information, by its namespaces. User code in a folder named like a common one (ext/), or
+// compiled without -g, is still the user's: the folder name once moved the alert to the caller's
+// line, and a frame without debug information (LibTorch's at::exp, not inlined) was taken for
+// the user's.
+TEST(Scenario, UserCodeInAFolderNamedExtOrWithoutDebugInfoIsTheUsers) {
+  ScratchDir dir;
+  Nanny nanny(traced_every_step(dir));
+  const torch::Tensor x = torch::ones({4, 4});
+  int ext_line = 0;
+  {
+    auto guard = nanny.step(0);
+    ext_line = test::overflow_in_a_folder_named_ext(x);
+  }
+  int call_line = 0;
+  {
+    auto guard = nanny.step(1);
+    test::overflow_without_debug_info(x); call_line = __LINE__;
+  }
+  nanny.close();
+  const std::vector<Alert> alerts = nanny.alerts();
+  ASSERT_EQ(alerts.size(), 2u) << listing(alerts);
+  EXPECT_EQ(alerts[0].type, AlertType::Overflow);
+  const std::string ext_file = "attribution/ext/ExtFolder.cpp";
+  EXPECT_TRUE(alerts[0].location.file.size() >= ext_file.size() &&
+              alerts[0].location.file.compare(alerts[0].location.file.size() - ext_file.size(), ext_file.size(),
+                                              ext_file) == 0)
+      << alerts[0].location.file;
+  EXPECT_EQ(alerts[0].location.line, ext_line);
+  // Without debug information: the user's function by name only, or (where the binary's other
+  // debug information covers the address, as in this test binary) the user's line that called it;
+  // never LibTorch's at::exp.
+  EXPECT_EQ(alerts[1].type, AlertType::Overflow);
+  const SourceLocation& where = alerts[1].location;
+  const bool by_name = where.line == 0 && where.function.rfind("mpnanny::test::overflow_without_debug_info", 0) == 0;
+  const bool by_caller = where.line == call_line && where.file.find(kThisFile) != std::string::npos;
+  EXPECT_TRUE(by_name || by_caller) << where.function << " at " << where.file << ":" << where.line;
 }
 }  // namespace
 }  // namespace mpnanny
