@@ -21,6 +21,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 
 FAILURES = []
 
@@ -213,6 +214,89 @@ def errors(cli):
     check(os.path.getmtime(run_db) == before, "reading does not modify the database")
 
 
+def writes_and_limits(cli):
+    """Report files are written whole or not at all, with the system's reason when they cannot
+    be; a finished database is readable from a directory the reader cannot write; counts past an
+    int and directories given with a run are read as meant."""
+    work = cli.work + "-writes"  # the groups run side by side
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    run_db = os.path.join(cli.dbs, "run", "metrics.db")
+    kept = os.path.join(work, "kept.html")
+    with open(kept, "w") as f:
+        f.write("the previous report\n")
+
+    def limited_file_size():
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))  # above SQLite's 32 KiB -shm
+
+    proc = subprocess.run([cli.mpnanny, "report", "--db", run_db, "-o", kept], capture_output=True, text=True,
+                          timeout=60, preexec_fn=limited_file_size)
+    check(proc.returncode == 2 and "File too large" in proc.stderr,
+          "a report that cannot be written whole says why: exit %d %r" % (proc.returncode, proc.stderr))
+    check(open(kept).read() == "the previous report\n", "a failed report leaves the previous file as it was")
+    check(sorted(os.listdir(work)) == ["kept.html"], "a failed report leaves no temporary file: %r" % os.listdir(work))
+    code, out, err = run(["report", "--db", run_db, "-o", kept], cli)
+    check(code == 0 and open(kept).read().startswith("<!DOCTYPE html>"), "the report replaces the file: %r" % err)
+    check(oct(os.stat(kept).st_mode & 0o777) != oct(0o600), "the report is not left private like a temporary file")
+    code, _, err = run(["report", "--db", run_db, "-o", work], cli)
+    check(code == 2 and "Is a directory" in err, "a report path that is a directory says so: %r" % err)
+
+    for args in (["summary", "--top", "4294967295"], ["report", "-o", os.path.join(work, "all.html"),
+                                                      "--max-heatmaps", "99999999999999"]):
+        code, _, err = run(args + ["--db", run_db], cli)
+        check(code == 0, "%s past an int means all: exit %d %r" % (args[1], code, err))
+    code, _, err = run(["stats", "--db", run_db, "--step", "99999999999999999999"], cli)
+    check(code == 2 and "--step must be an integer" in err, "a step past int64 is refused: %r" % err)
+    code, out, err = run(["alerts", "--db", run_db, "--site", ":46", "--format", "json"], cli)
+    check(code == 0 and all(a["line"] == 46 for a in json.loads(out)), "--site :N is line N of any file: %r" % err)
+
+    run_dir = os.path.dirname(run_db)
+    code, out, err = run(["summary", "--db", run_dir + "#1", "--format", "json"], cli)
+    check(code == 0 and json.loads(out)[0]["run_id"] == 1, "a directory with #RUN reads its metrics.db: %r" % err)
+    train = os.path.join(cli.dbs, "train")
+    code, _, err = run(["compare", os.path.join(train, "fp32"), os.path.join(train, "bf16")], cli)
+    check(code == 0, "compare takes the runs' directories: %r" % err)
+
+    # Reading a finished database (WAL mode, no -wal file) as a user who cannot write its directory:
+    # SQLite cannot create the -shm file it wants. Run as nobody where the tests run as root.
+    # Under the system's temporary directory: the build tree may sit in a folder only its owner
+    # can search (a CI checkout in mktemp -d).
+    shared = tempfile.mkdtemp(prefix="mpnanny-readonly-")
+    finished = os.path.join(shared, "finished")
+    logged = os.path.join(shared, "logged")
+    for folder in (finished, logged):
+        os.makedirs(folder)
+        shutil.copy(run_db, os.path.join(folder, "metrics.db"))
+    with open(os.path.join(logged, "metrics.db-wal"), "wb") as f:
+        f.write(b"\0" * 64)  # a run killed while writing leaves its log behind
+    binary = os.path.join(shared, "mpnanny")
+    shutil.copy(cli.mpnanny, binary)
+    os.chmod(shared, 0o755)
+    for folder in (finished, logged):
+        for name in os.listdir(folder):
+            os.chmod(os.path.join(folder, name), 0o444)
+        os.chmod(folder, 0o555)
+    as_reader = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+    reachable = subprocess.run(as_reader + [binary, "--help"], capture_output=True).returncode == 0
+    check(reachable, "the read-only check can run its reader as nobody from %s" % shared)
+    if reachable:
+        proc = subprocess.run(as_reader + [binary, "summary", "--db", finished, "--format", "json"],
+                              capture_output=True, text=True, timeout=60)
+        check(proc.returncode == 0 and json.loads(proc.stdout)[0]["run_id"] == 1,
+              "a finished database in a read-only directory is readable: %r" % proc.stderr)
+        proc = subprocess.run(as_reader + [binary, "summary", "--db", logged], capture_output=True, text=True,
+                              timeout=60)
+        check(proc.returncode == 2 and "write-ahead log" in proc.stderr and "copy" in proc.stderr,
+              "a database with a log in a read-only directory says why and what to do: %r" % proc.stderr)
+        check(sorted(os.listdir(finished)) == ["metrics.db"], "reading left no file behind")
+    for folder in (finished, logged):
+        os.chmod(folder, 0o755)
+    shutil.rmtree(shared, ignore_errors=True)
+
+
 def escaping(cli):
     work = cli.work + "-escaping"
     shutil.rmtree(work, ignore_errors=True)
@@ -252,6 +336,17 @@ def compare(cli):
     for row in result["rows"]:
         for v in row["rel_max_abs"] + row["rel_norm"]:
             check(v is None or v >= 0, "relative differences are non-negative")
+    # A low run gone NaN: its values shown as such, not as blanks (JSON has no NaN: text).
+    nan_low = os.path.join(cli.work + "-compare-nan.db")
+    shutil.copy(os.path.join(train, "bf16", "metrics.db"), nan_low)
+    with sqlite3.connect(nan_low) as db:
+        db.execute("UPDATE tensor_stats SET nan_count = 1, max_abs = NULL, norm = NULL WHERE step = 0")
+    code, out, err = run(["compare", os.path.join(train, "fp32", "metrics.db"), nan_low, "--format", "json"], cli)
+    departure = json.loads(out)["departure"] if code == 0 else {}
+    check(departure.get("step") == 0 and departure.get("low") == "NaN" and departure.get("relative") == "inf",
+          "a NaN low run departs at step 0 with NaN shown: %r %r" % (departure, err))
+    code, out, _ = run(["compare", os.path.join(train, "fp32", "metrics.db"), nan_low], cli)
+    check(re.search(r"\(fp32\) vs NaN, relative inf", out) is not None, "the table shows NaN and inf: %r" % out[:400])
     # A huge tolerance: nothing departs.
     code, out, _ = run(["compare", os.path.join(train, "fp32", "metrics.db"),
                         os.path.join(train, "bf16", "metrics.db"), "--tolerance", "1e9"], cli)
@@ -293,9 +388,10 @@ def main():
     parser.add_argument("--golden", required=True)
     parser.add_argument("--source-dir", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("group", choices=["golden", "errors", "escaping", "compare"])
+    parser.add_argument("group", choices=["golden", "errors", "writes", "escaping", "compare"])
     cli = parser.parse_args()
-    {"golden": golden, "errors": errors, "escaping": escaping, "compare": compare}[cli.group](cli)
+    {"golden": golden, "errors": errors, "writes": writes_and_limits, "escaping": escaping,
+     "compare": compare}[cli.group](cli)
     if FAILURES:
         print("%d check(s) failed" % len(FAILURES))
         return 1

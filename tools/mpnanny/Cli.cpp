@@ -1,9 +1,15 @@
 #include "Cli.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 
 namespace mpnanny::cli {
 
@@ -70,9 +76,59 @@ std::vector<std::string> Args::finish() {
 std::optional<int64_t> parse_integer(const std::string& text) {
   if (text.empty()) return std::nullopt;
   char* end = nullptr;
+  errno = 0;
   const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (!end || *end != '\0') return std::nullopt;
+  if (!end || *end != '\0' || errno == ERANGE) return std::nullopt;
   return value;
+}
+
+int parse_count(const std::string& option, const std::string& text) {
+  const auto parsed = parse_integer(text);
+  if (!parsed || *parsed < 0) throw UsageError(option + " must be a non-negative integer");
+  // More than any database holds means all of them.
+  return static_cast<int>(std::min<int64_t>(*parsed, std::numeric_limits<int>::max()));
+}
+
+void write_file_whole(const std::string& path, const std::string& contents) {
+  const auto fail = [&path](int error) {
+    throw std::runtime_error("cannot write " + path + ": " + std::strerror(error));
+  };
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode)) {
+    if (S_ISDIR(existing.st_mode)) fail(EISDIR);
+    // A device or a pipe (/dev/stdout): written to as it is, never replaced.
+    std::ofstream file(path, std::ios::binary);
+    if (!(file << contents) || (file.close(), !file)) fail(errno ? errno : EIO);
+    return;
+  }
+  std::string temporary = path + ".tmp-XXXXXX";
+  const int descriptor = ::mkstemp(temporary.data());
+  if (descriptor < 0) fail(errno);
+  const auto give_up = [&](int error) {
+    ::close(descriptor);
+    ::unlink(temporary.c_str());
+    fail(error);
+  };
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(descriptor, 0666 & ~mask) != 0) give_up(errno);  // mkstemp's 0600 is for secrets
+  for (size_t written = 0; written < contents.size();) {
+    const ssize_t count = ::write(descriptor, contents.data() + written, contents.size() - written);
+    if (count < 0 && errno == EINTR) continue;
+    if (count <= 0) give_up(count < 0 ? errno : EIO);
+    written += static_cast<size_t>(count);
+  }
+  if (::fsync(descriptor) != 0) give_up(errno);
+  if (::close(descriptor) != 0) {
+    const int error = errno;
+    ::unlink(temporary.c_str());
+    fail(error);
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temporary.c_str());
+    fail(error);
+  }
 }
 
 std::string default_database() {

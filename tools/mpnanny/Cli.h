@@ -45,7 +45,15 @@ struct Common {
 std::string default_database();
 /// Takes --db (default: default_database()), --format, --color auto|always|never.
 Common take_common(Args& args);
+/// A decimal int64; nothing for other text or a value out of range.
 std::optional<int64_t> parse_integer(const std::string& text);
+/// A count option's value (--top, --max-heatmaps): non-negative, more than an int holds read as
+/// the most an int holds. Throws UsageError naming `option` otherwise.
+int parse_count(const std::string& option, const std::string& text);
+/// Writes `contents` to `path` whole or not at all: into a temporary file beside it, renamed over
+/// it once written, so that a full disk or a killed process leaves the previous file as it was.
+/// Throws std::runtime_error naming the path and the system's reason.
+void write_file_whole(const std::string& path, const std::string& contents);
 
 int summary(Args args);
 int alerts(Args args);

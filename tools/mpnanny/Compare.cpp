@@ -12,6 +12,7 @@ namespace {
 using nlohmann::json;
 
 std::string str(const json& value) { return value.is_string() ? value.get<std::string>() : std::string(); }
+/// For the plotted series: a point that is not finite is a gap in the line.
 json number(double value) { return std::isfinite(value) ? json(value) : json(); }
 
 struct Observation {
@@ -165,9 +166,9 @@ nlohmann::json compare_runs(const Database& reference, const Database& low, cons
       if (departure.is_null() && !(judged <= tolerance)) {
         departure = {{"step", step},
                      {"stat", r_max >= r_norm ? "max_abs" : "norm"},
-                     {"reference", number(r_max >= r_norm ? a.max_abs : a.norm)},
-                     {"low", number(r_max >= r_norm ? b.max_abs : b.norm)},
-                     {"relative", number(judged)},
+                     {"reference", json_number(r_max >= r_norm ? a.max_abs : a.norm)},
+                     {"low", json_number(r_max >= r_norm ? b.max_abs : b.norm)},
+                     {"relative", json_number(judged)},
                      {"nonfinite", b.nonfinite && !a.nonfinite}};
         departure_seq = a.seq;
       }
@@ -179,7 +180,7 @@ nlohmann::json compare_runs(const Database& reference, const Database& low, cons
     row["rel_max_abs"] = rel_max;
     row["rel_norm"] = rel_norm;
     row["rel_mean"] = rel_mean;
-    row["max_relative"] = number(worst);
+    row["max_relative"] = json_number(worst);
     row["departs"] = !departure.is_null();
     row["departure"] = departure;
     row["departure_step"] = departure.is_null() ? json() : departure["step"];

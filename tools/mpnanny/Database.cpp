@@ -1,5 +1,7 @@
 #include "Database.h"
 
+#include <unistd.h>
+
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -73,19 +75,20 @@ std::string Statement::text(int column) const {
               : std::string();
 }
 
+nlohmann::json json_number(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return value;
+}
+
 nlohmann::json Statement::value(int column) const {
   switch (sqlite3_column_type(statement_, column)) {
     case SQLITE_NULL:
       return nullptr;
     case SQLITE_INTEGER:
       return integer(column);
-    case SQLITE_FLOAT: {
-      const double v = real(column);
-      // JSON has no infinity; the runtime stores +inf for an overflowed max. A string keeps it
-      // visible instead of turning it into null.
-      if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-      return v;
-    }
+    case SQLITE_FLOAT:
+      return json_number(real(column));  // the runtime stores +inf for an overflowed max
     default:
       return text(column);
   }
@@ -137,23 +140,64 @@ Database::Database(const std::string& spec) {
   }
   std::error_code error;
   if (!fs::exists(path_, error)) throw Error(path_ + ": no such file");
-  if (fs::is_directory(path_, error)) throw Error(path_ + ": is a directory with no metrics*.db file");
-  if (!looks_like_sqlite(path_)) throw Error(path_ + ": not an mpnanny database (not an SQLite file)");
-  if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close_v2(db_);  // a failed open still allocates the handle
-    db_ = nullptr;
-    throw Error(path_ + ": cannot open: " + message);
+  // `dir#2`, or a directory where one database was asked for (compare): the runtime's file in it.
+  if (fs::is_directory(path_, error) && fs::is_regular_file(fs::path(path_) / "metrics.db", error)) {
+    path_ = (fs::path(path_) / "metrics.db").string();
   }
-  // The runtime may still be writing (WAL): wait a little for its transaction rather than fail.
-  sqlite3_busy_timeout(db_, 2000);
-  // A constructor that throws runs no destructor: the handle is closed here (found by fuzz_query).
+  if (fs::is_directory(path_, error)) throw Error(path_ + ": is a directory with no metrics.db file");
+  if (!looks_like_sqlite(path_)) throw Error(path_ + ": not an mpnanny database (not an SQLite file)");
+  // The runtime writes in WAL mode, whose readers need its -shm file: a reader that cannot create
+  // one (a finished run's directory it may not write) cannot read at all. Without a -wal file
+  // there is nothing beyond the main file to read, and SQLite may take the file as immutable.
+  const std::string directory = fs::path(path_).has_parent_path() ? fs::path(path_).parent_path().string() : ".";
+  const bool read_only_directory = ::access(directory.c_str(), W_OK) != 0;
+  const bool has_log = fs::file_size(path_ + "-wal", error) > 0 && !error;
+  const bool immutable = read_only_directory && !has_log;
   try {
+    open_read_only(immutable);
+    // The runtime may still be writing (WAL): wait a little for its transaction rather than fail.
+    sqlite3_busy_timeout(db_, 2000);
     read_run(wanted_run);
+  } catch (const Error& failure) {
+    // A constructor that throws runs no destructor: the handle is closed here (found by fuzz_query).
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    if (read_only_directory && has_log) {
+      throw Error(std::string(failure.what()) + " (the database has a write-ahead log, " + path_ +
+                  "-wal, and reading it needs a directory this user can write: copy " + path_ + " and " +
+                  path_ + "-wal to one)");
+    }
+    throw;
   } catch (...) {
     sqlite3_close_v2(db_);
     db_ = nullptr;
     throw;
+  }
+}
+
+void Database::open_read_only(bool immutable) {
+  std::string name = path_;
+  int flags = SQLITE_OPEN_READONLY;
+  if (immutable) {
+    // A URI: the path's bytes other than unreserved ones and '/' percent-encoded ('?' and '#' end
+    // a path in a URI).
+    static const char* kHex = "0123456789ABCDEF";
+    name = "file:";
+    for (const unsigned char c : path_) {
+      if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '~') {
+        name += static_cast<char>(c);
+      } else {
+        name += '%';
+        name += kHex[c >> 4];
+        name += kHex[c & 15];
+      }
+    }
+    name += "?immutable=1";
+    flags |= SQLITE_OPEN_URI;
+  }
+  if (sqlite3_open_v2(name.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    throw Error(path_ + ": cannot open: " + message);  // the caller closes the handle a failed open allocates
   }
 }
 

@@ -26,6 +26,10 @@ class Error : public std::runtime_error {
 };
 
 /// One prepared statement; values are always bound, never formatted into the SQL.
+/// A double as JSON, which has no infinity or NaN: those as the text "inf", "-inf" or "NaN", so
+/// that they stay visible instead of turning into null.
+nlohmann::json json_number(double value);
+
 class Statement {
  public:
   Statement(sqlite3* db, const std::string& sql);
@@ -75,6 +79,8 @@ class Database {
 
  private:
   /// Checks that the file is mpnanny's and reads the run's row (the latest, or `wanted_run`).
+  /// Opens path_ read-only; `immutable`: as a file nothing writes (no -shm file needed).
+  void open_read_only(bool immutable);
   void read_run(std::optional<int64_t> wanted_run);
 
   sqlite3* db_ = nullptr;

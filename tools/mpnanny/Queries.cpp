@@ -63,9 +63,10 @@ bool site_matches(const std::string& s, const std::string& file, int64_t line, c
     // A line number past int64 names no line: it matches nothing, it is not an error.
     int64_t wanted_line = -1;
     std::from_chars(s.data() + colon + 1, s.data() + s.size(), wanted_line);
+    // ":46" is line 46 of any file.
     if (line == wanted_line && ends_with(file, wanted_file) &&
-        (file.size() == wanted_file.size() || file[file.size() - wanted_file.size() - 1] == '/' ||
-         wanted_file.front() == '/')) {
+        (wanted_file.empty() || file.size() == wanted_file.size() ||
+         file[file.size() - wanted_file.size() - 1] == '/' || wanted_file.front() == '/')) {
       return true;
     }
   }

@@ -1,7 +1,6 @@
 // mpnanny compare REFERENCE.db LOW.db: where a low-precision run departs from its fp32
 // reference, as a table and optionally as an HTML page.
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 
 #include "Cli.h"
@@ -114,11 +113,7 @@ int compare(Args args) {
     }
   }
   if (output) {
-    std::ofstream file(*output, std::ios::binary | std::ios::trunc);
-    if (!file) throw UsageError("cannot write " + *output);
-    file << query::render_html({{"compare", result}}, title);
-    file.close();
-    if (!file) throw UsageError("cannot write " + *output);
+    write_file_whole(*output, query::render_html({{"compare", result}}, title));
     // On stderr so that --format json on stdout stays parseable.
     std::cerr << "compare report: " << *output << "\n";
   }

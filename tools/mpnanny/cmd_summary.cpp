@@ -138,11 +138,7 @@ void print_csv(const json& runs) {
 int summary(Args args) {
   const Common common = take_common(args);
   int worst = 5;
-  if (const auto top = args.take("--top")) {
-    const auto parsed = parse_integer(*top);
-    if (!parsed || *parsed < 0) throw UsageError("--top must be a non-negative integer");
-    worst = static_cast<int>(*parsed);
-  }
+  if (const auto top = args.take("--top")) worst = parse_count("--top", *top);
   if (!args.finish().empty()) throw UsageError("summary takes no positional argument (use --db)");
   const auto databases = query::open_databases(common.db_specs);
   const json runs = query::summary(databases, worst);
