@@ -253,6 +253,21 @@ def writes_and_limits(cli):
     code, out, err = run(["alerts", "--db", run_db, "--site", ":46", "--format", "json"], cli)
     check(code == 0 and all(a["line"] == 46 for a in json.loads(out)), "--site :N is line N of any file: %r" % err)
 
+    # Each run of a report shows its own verdicts, though both databases have rank 0.
+    first, second = os.path.join(work, "first.db"), os.path.join(work, "second.db")
+    shutil.copy(run_db, first)
+    shutil.copy(run_db, second)
+    with sqlite3.connect(second) as db:
+        db.execute("DELETE FROM site_verdicts WHERE rowid = (SELECT min(rowid) FROM site_verdicts)")
+        verdicts_left = db.execute("SELECT count(*) FROM site_verdicts").fetchone()[0]
+    page_path = os.path.join(work, "two.html")
+    code, _, err = run(["report", "--db", first, second, "-o", page_path], cli)
+    page = open(page_path, encoding="utf-8").read() if code == 0 else ""
+    found = re.search(r'<script id="mpnanny-data"[^>]*>(.*?)</script>', page, re.S)
+    runs = json.loads(found.group(1))["runs"] if found else []
+    check([len(r["verdicts"] or []) for r in runs] == [verdicts_left + 1, verdicts_left],
+          "each run's verdicts are its own: %r %r" % ([len(r["verdicts"] or []) for r in runs], err))
+
     run_dir = os.path.dirname(run_db)
     code, out, err = run(["summary", "--db", run_dir + "#1", "--format", "json"], cli)
     check(code == 0 and json.loads(out)[0]["run_id"] == 1, "a directory with #RUN reads its metrics.db: %r" % err)

@@ -267,25 +267,30 @@ std::vector<int64_t> traced_steps(const Database& database) {
   return steps;
 }
 
+nlohmann::json site_verdicts(const Database& db) {
+  nlohmann::json rows = nlohmann::json::array();
+  if (!db.has_table("site_verdicts")) return rows;
+  auto q = db.prepare(
+      "SELECT site_id, check_name, verdict, file, line, function, steps_observed, worst_headroom, first_step, "
+      "value, evidence FROM site_verdicts WHERE run_id = ? ORDER BY CASE verdict WHEN 'CONFIRMED' THEN 0 "
+      "WHEN 'AT_RISK' THEN 1 WHEN 'NOT_OBSERVED' THEN 2 WHEN 'NOT_REACHED' THEN 3 ELSE 4 END, file, line, "
+      "site_id");
+  q->bind(1, db.run_id());
+  while (q->step()) {
+    nlohmann::json row = q->row();
+    row["rank"] = db.rank();
+    add_site(row);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 nlohmann::json sites(const Databases& databases) {
   nlohmann::json rows = nlohmann::json::array();
   nlohmann::json available = nlohmann::json::array();
   for (const auto& db : databases) {
-    const bool has = db->has_table("site_verdicts");
-    available.push_back({{"rank", db->rank()}, {"file", db->path()}, {"verification", has}});
-    if (!has) continue;
-    auto q = db->prepare(
-        "SELECT site_id, check_name, verdict, file, line, function, steps_observed, worst_headroom, first_step, "
-        "value, evidence FROM site_verdicts WHERE run_id = ? ORDER BY CASE verdict WHEN 'CONFIRMED' THEN 0 "
-        "WHEN 'AT_RISK' THEN 1 WHEN 'NOT_OBSERVED' THEN 2 WHEN 'NOT_REACHED' THEN 3 ELSE 4 END, file, line, "
-        "site_id");
-    q->bind(1, db->run_id());
-    while (q->step()) {
-      nlohmann::json row = q->row();
-      row["rank"] = db->rank();
-      add_site(row);
-      rows.push_back(row);
-    }
+    available.push_back({{"rank", db->rank()}, {"file", db->path()}, {"verification", db->has_table("site_verdicts")}});
+    for (nlohmann::json& row : site_verdicts(*db)) rows.push_back(std::move(row));
   }
   return {{"available", available}, {"verdicts", rows}};
 }

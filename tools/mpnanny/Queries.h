@@ -44,6 +44,8 @@ std::vector<int64_t> traced_steps(const Database& database);
 /// Verification verdicts (table site_verdicts, written by MPNANNY_VERIFY=1 runs). `available`
 /// lists, per database, whether the table exists.
 nlohmann::json sites(const Databases& databases);
+/// The verdicts of one database's run (empty when it has no site_verdicts table).
+nlohmann::json site_verdicts(const Database& database);
 
 /// `S` names a site when it is FILE:LINE (FILE matched as a path suffix), a function (substring),
 /// a parameter name, or an op ("softmax" or "aten::softmax").

@@ -235,7 +235,6 @@ json localization(const Database& db, const std::string& precision, json& chains
 
 nlohmann::json report_data(const Databases& databases, int max_heatmaps) {
   json runs = json::array();
-  const json verdicts = sites(databases);
   for (const auto& db : databases) {
     const json& run = db->run();
     const std::string precision = precision_name(str(run["precision"]));
@@ -263,15 +262,8 @@ nlohmann::json report_data(const Databases& databases, int max_heatmaps) {
     json chains = json::object();
     out["localization"] = localization(*db, precision, chains);
     out["chains"] = chains;
-    bool verification = false;
-    for (const json& entry : verdicts["available"]) {
-      if (entry["file"] == db->path() && entry["verification"].get<bool>()) verification = true;
-    }
-    json own = json::array();
-    for (const json& verdict : verdicts["verdicts"]) {
-      if (verdict["rank"] == db->rank()) own.push_back(verdict);
-    }
-    out["verdicts"] = verification ? own : json();
+    // This run's own: two runs of one file, or two files, may have the same rank.
+    out["verdicts"] = db->has_table("site_verdicts") ? site_verdicts(*db) : json();
     runs.push_back(out);
   }
   return {{"runs", runs}};
