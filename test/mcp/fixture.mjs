@@ -32,8 +32,11 @@ function sqlite(file, sql) {
   execFileSync(env.sqlite3, [file], { input: sql });
 }
 
-/** Three alerts (one ERROR), twenty steps, a loss scale; `verdicts` adds site_verdicts. */
-function makeDatabase(file, { verdicts }) {
+/**
+ * Three alerts (one ERROR), twenty steps, a loss scale; `verdicts` adds site_verdicts,
+ * `manyAlerts` that many more WARNINGs with 400-character messages (more than one response holds).
+ */
+function makeDatabase(file, { verdicts, manyAlerts = 0 }) {
   let sql = schemaSql() + `
 INSERT INTO meta VALUES ('schema_version', '1'), ('writer', 'mpnanny-runtime');
 INSERT INTO runs(run_id, started_at, ended_at, pid, precision, torch_version)
@@ -50,6 +53,14 @@ INSERT INTO alerts(run_id, step, seq, type, severity, rule, phase, op, name, loc
          (1, 12, 4, 'OVERFLOW', 'ERROR', 'fixed', 'forward', 'aten::softmax', '', 1, 'head', '/src/model.cpp', 7, 70000, 65504, 'values above the fp16 max'),
          (1, 12, 9, 'LOSS_SCALE_DROP', 'WARNING', 'fixed', 'backward', '', '', 0, '', '', 0, 32768, 65536, 'loss scale halved');
 `;
+  if (manyAlerts) {
+    sql += `
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${manyAlerts})
+INSERT INTO alerts(run_id, step, seq, type, severity, rule, phase, op, name, location_id, function, file, line, value, threshold, message)
+  SELECT 1, 13 + i % 7, 100 + i, 'UNDERFLOW', 'WARNING', 'fixed', 'forward', 'aten::exp', '', 1, 'head', '/src/model.cpp', 7,
+         0.5, 0.1, printf('%.400c', 'u') FROM n;
+`;
+  }
   if (verdicts) {
     sql += `
 CREATE TABLE site_verdicts(run_id INTEGER, site_id TEXT, check_name TEXT, file TEXT, line INTEGER, function TEXT,
@@ -69,6 +80,7 @@ INSERT INTO site_verdicts VALUES (1, 'def456', 'mpnanny-risky-op', '/src/model.c
  *   build/compile_commands.json  lists model.cpp and third_party/dep.cpp (skipped)
  *   runs/metrics.db      no site_verdicts table
  *   verified/metrics.db  with site_verdicts
+ *   many/metrics.db      6003 alerts, about 2.6 MB of them
  * outside/               a sibling the server must not read
  */
 export function makeFixture() {
@@ -76,7 +88,7 @@ export function makeFixture() {
   const root = path.join(top, 'root');
   const outside = path.join(top, 'outside');
   for (const dir of [root, outside, path.join(root, 'build'), path.join(root, 'runs'), path.join(root, 'verified'),
-                     path.join(root, 'third_party')]) {
+                     path.join(root, 'many'), path.join(root, 'third_party')]) {
     fs.mkdirSync(dir, { recursive: true });
   }
   fs.writeFileSync(path.join(root, 'model.cpp'), modelText);
@@ -91,6 +103,7 @@ export function makeFixture() {
                                    command(path.join(root, 'third_party', 'dep.cpp'))], null, 2));
   makeDatabase(path.join(root, 'runs', 'metrics.db'), { verdicts: false });
   makeDatabase(path.join(root, 'verified', 'metrics.db'), { verdicts: true });
+  makeDatabase(path.join(root, 'many', 'metrics.db'), { verdicts: false, manyAlerts: 6000 });
   fs.writeFileSync(path.join(outside, 'secret.cpp'), 'int secret = 42; // SECRET-MARKER\n');
   makeDatabase(path.join(outside, 'metrics.db'), { verdicts: true });
   return { top, root, outside, cleanup: () => fs.rmSync(top, { recursive: true, force: true }) };

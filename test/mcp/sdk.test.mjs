@@ -178,6 +178,14 @@ describe('mpnanny-mcp with the MCP TypeScript SDK client', { skip: unavailable |
     assert.equal(limited.truncated, true);
   });
 
+  test('query_alerts returns what fits in a response and says the rest was left out', async () => {
+    // 6003 alerts of about 430 bytes: under the limit of 10000 rows, over the 4 MiB a response may hold.
+    const r = await call('query_alerts', { db: 'many', limit: 10000 });
+    assert.equal(r.total, 6003);
+    assert.equal(r.truncated, true);
+    assert.ok(r.alerts.length > 1000 && r.alerts.length < 6003, String(r.alerts.length));
+  });
+
   test('run_summary reports the run', async () => {
     const r = await call('run_summary', { db: 'runs/metrics.db' });
     assert.equal(r.runs.length, 1);

@@ -682,6 +682,23 @@ query::Databases openRuns(const Sandbox &Box, const json &Args, const std::strin
   return Dbs;
 }
 
+/// Rows a result may carry: at most Limit, and no more than fit in a response. A result is sent
+/// twice (as text and as structuredContent, the text with its quotes escaped), and a response
+/// over Limits.MaxResponseBytes (4 MiB) is refused whole; 1 MiB of rows keeps it well under that,
+/// and the rows left out are reported as truncated instead.
+json rowsWithin(const json &All, size_t Limit) {
+  constexpr size_t RowBytes = 1u << 20;
+  json Rows = json::array();
+  size_t Bytes = 0;
+  for (size_t I = 0; I < All.size() && I < Limit; ++I) {
+    Bytes += All[I].dump().size();
+    if (Bytes > RowBytes && !Rows.empty())
+      break;
+    Rows.push_back(All[I]);
+  }
+  return Rows;
+}
+
 json databasesJson(const query::Databases &Dbs) {
   json Out = json::array();
   for (const auto &D : Dbs)
@@ -708,13 +725,11 @@ json queryAlerts(const Sandbox &Box, const json &Args) {
   } catch (const std::exception &E) {
     invalid(Tool + ": " + E.what(), "unreadable");
   }
-  json Rows = json::array();
-  for (size_t I = 0; I < All.size() && I < Limit; ++I)
-    Rows.push_back(All[I]);
+  json Rows = rowsWithin(All, Limit);
   return {{"databases", databasesJson(Dbs)},
           {"alerts", Rows},
           {"total", All.size()},
-          {"truncated", All.size() > Limit}};
+          {"truncated", All.size() > Rows.size()}};
 }
 
 json runSummary(const Sandbox &Box, const json &Args) {
@@ -746,14 +761,14 @@ json siteVerdicts(const Sandbox &Box, const json &Args) {
   bool Any = false;
   for (const auto &A : Result["available"])
     Any = Any || A.value("verification", false);
-  json Rows = json::array();
-  size_t Total = 0;
+  json Matching = json::array();
   for (const auto &R : Result["verdicts"]) {
     if (Verdict && R.value("verdict", json()).is_string() && R["verdict"] != *Verdict)
       continue;
-    if (Total++ < Limit)
-      Rows.push_back(R);
+    Matching.push_back(R);
   }
+  const size_t Total = Matching.size();
+  json Rows = rowsWithin(Matching, Limit);
   std::map<std::string, size_t> Counts;
   for (const auto &R : Result["verdicts"])
     if (R.contains("verdict") && R["verdict"].is_string())
@@ -768,7 +783,7 @@ json siteVerdicts(const Sandbox &Box, const json &Args) {
           {"counts", Counts},
           {"verdicts", Rows},
           {"total", Total},
-          {"truncated", Total > Limit}};
+          {"truncated", Total > Rows.size()}};
 }
 #else
 json noQueries(const Sandbox &, const json &) {
