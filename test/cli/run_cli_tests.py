@@ -150,10 +150,14 @@ def golden(cli):
           "--param fc1 selects fc1.weight and fc1.bias")
 
 
+def fresh_directory(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
 def errors(cli):
-    work = cli.work
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    work = fresh_directory(cli.work)
     run_db = os.path.join(cli.dbs, "run", "metrics.db")
     text_file = os.path.join(work, "notes.db")
     with open(text_file, "w") as f:
@@ -218,9 +222,7 @@ def writes_and_limits(cli):
     """Report files are written whole or not at all, with the system's reason when they cannot
     be; a finished database is readable from a directory the reader cannot write; counts past an
     int and directories given with a run are read as meant."""
-    work = cli.work + "-writes"  # the groups run side by side
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    work = fresh_directory(cli.work + "-writes")  # the groups run side by side
     run_db = os.path.join(cli.dbs, "run", "metrics.db")
     kept = os.path.join(work, "kept.html")
     with open(kept, "w") as f:
