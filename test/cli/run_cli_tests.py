@@ -270,6 +270,17 @@ def writes_and_limits(cli):
     check([len(r["verdicts"] or []) for r in runs] == [verdicts_left + 1, verdicts_left],
           "each run's verdicts are its own: %r %r" % ([len(r["verdicts"] or []) for r in runs], err))
 
+    # A file that holds two runs (a directory used again): summary reads the latest and names the other.
+    appended = os.path.join(work, "appended.db")
+    shutil.copy(run_db, appended)
+    with sqlite3.connect(appended) as db:
+        db.execute("INSERT INTO runs(run_id, started_at, precision) VALUES (2, '2026-12-04T00:00:00Z', 'FP16')")
+    code, out, err = run(["summary", "--db", appended, "--format", "json"], cli)
+    latest = json.loads(out)[0] if code == 0 else {}
+    check(latest.get("run_id") == 2 and latest.get("other_runs") == [1], "the other run is named: %r %r" % (latest, err))
+    code, out, _ = run(["summary", "--db", appended], cli)
+    check("also    run 1 in this file (--db %s#1 reads one)" % appended in out, "the table names the other run: %r" % out)
+
     run_dir = os.path.dirname(run_db)
     code, out, err = run(["summary", "--db", run_dir + "#1", "--format", "json"], cli)
     check(code == 0 and json.loads(out)[0]["run_id"] == 1, "a directory with #RUN reads its metrics.db: %r" % err)

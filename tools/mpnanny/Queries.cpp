@@ -92,6 +92,15 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
                           {"world_size", run["world_size"]},
                           {"dropped_records", run["dropped_records"]}};
     {
+      // A directory used again appends runs to its file; the queries read one of them (the latest,
+      // unless FILE#RUN names another), so the others are named rather than silently left out.
+      auto q = db->prepare("SELECT run_id FROM runs WHERE run_id != ? ORDER BY run_id");
+      q->bind(1, run_id);
+      nlohmann::json others = nlohmann::json::array();
+      while (q->step()) others.push_back(q->integer(0));
+      out["other_runs"] = others;
+    }
+    {
       auto q = db->prepare(
           "SELECT COUNT(*), COALESCE(SUM(traced), 0), COALESCE(SUM(dense), 0), MIN(step), MAX(step) FROM steps "
           "WHERE run_id = ?");

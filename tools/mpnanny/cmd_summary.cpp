@@ -25,6 +25,12 @@ void print_table(const json& runs, bool colour) {
               << "  judged against " << cell_text(run["precision"]) << "  torch " << cell_text(run["torch_version"])
               << "\n";
     std::cout << "  file    " << query::fit(cell_text(run["file"]), 90, true) << "\n";
+    if (!run["other_runs"].empty()) {
+      std::string others;
+      for (const json& id : run["other_runs"]) others += (others.empty() ? "" : " ") + cell_text(id);
+      std::cout << "  also    run " << others << " in this file (--db " << cell_text(run["file"]) << "#"
+                << cell_text(run["other_runs"].front()) << " reads one)\n";
+    }
     std::cout << "  started " << cell_text(run["started_at"]) << "  ended "
               << (run["ended_at"].is_null() ? std::string("(still running or killed)") : cell_text(run["ended_at"]))
               << "  world size " << cell_text(run["world_size"]);
