@@ -182,6 +182,7 @@ def errors(cli):
         (["summary", "--db", run_db, "--format", "xml"], 2, "--format must be"),
         (["alerts", "--db", run_db, "--bogus"], 2, "unknown option --bogus"),
         (["alerts", "--db", run_db, "--steps", "x:y"], 2, "--steps must be"),
+        (["alerts", "--db", run_db, "--type", "OVERFLOWS"], 2, "no alert type 'OVERFLOWS' (types: NAN, INF,"),
         (["stats", "--db", run_db], 2, "needs --step"),
         (["stats", "--db", run_db, "--step", "1"], 1, "traced steps: 0 2 4 6"),
         (["compare", run_db], 2, "needs two databases"),

@@ -1,5 +1,7 @@
 #include "Queries.h"
 
+#include "mpnanny/Alert.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cctype>
@@ -208,6 +210,11 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
     result.push_back(out);
   }
   return result;
+}
+
+std::optional<std::string> unknown_alert_type(const std::string& type) {
+  if (alert_type_from_string(type)) return std::nullopt;
+  return "no alert type '" + type + "' (types: " + alert_type_names() + ")";
 }
 
 nlohmann::json alerts(const Databases& databases, const AlertFilter& filter) {

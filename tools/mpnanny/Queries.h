@@ -30,6 +30,9 @@ struct AlertFilter {
   std::optional<int64_t> first_step, last_step;
 };
 nlohmann::json alerts(const Databases& databases, const AlertFilter& filter);
+/// Why `type` is not an alert type, naming the ones there are; nothing when it is one. A filter
+/// on a misspelt type would otherwise answer "no alerts" for a run full of them.
+std::optional<std::string> unknown_alert_type(const std::string& type);
 
 struct StatsFilter {
   int64_t step = 0;

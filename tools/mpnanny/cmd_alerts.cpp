@@ -40,7 +40,10 @@ int alerts(Args args) {
     }
     filter.severity = severity;
   }
-  if (auto type = args.take("--type")) filter.type = upper(*type);
+  if (auto type = args.take("--type")) {
+    filter.type = upper(*type);
+    if (const auto unknown = query::unknown_alert_type(*filter.type)) throw UsageError("--type: " + *unknown);
+  }
   filter.site = args.take("--site");
   if (const auto steps = args.take("--steps")) parse_steps(*steps, filter);
   if (!args.finish().empty()) throw UsageError("alerts takes no positional argument (use --db)");

@@ -24,6 +24,12 @@ enum class AlertType {
   LossScaleDrop,
   LossScaleCollapse,
 };
+/// Every alert type, in the enum's order.
+inline constexpr AlertType kAlertTypes[] = {
+    AlertType::Nan,      AlertType::Inf,           AlertType::Overflow,      AlertType::OverflowRisk,
+    AlertType::Underflow, AlertType::GradExplosion, AlertType::GradVanish,    AlertType::Swamping,
+    AlertType::LossScaleDrop, AlertType::LossScaleCollapse,
+};
 
 enum class Severity { Info, Warning, Error };
 
@@ -32,6 +38,8 @@ const char* to_string(AlertType type);
 const char* to_string(Severity severity);
 const char* to_string(Precision precision);
 std::optional<AlertType> alert_type_from_string(const std::string& name);
+/// "NAN, INF, ...": every alert type's name, for messages that list them.
+std::string alert_type_names();
 
 /// Where in the user's program an observation comes from.
 struct SourceLocation {
