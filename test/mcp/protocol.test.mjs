@@ -63,6 +63,15 @@ const callTool = (name, args) => request('tools/call', { name, arguments: args }
 const initialize = (version = '2025-06-18') =>
   request('initialize', { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '0' } });
 
+/** A tool that ran and failed: a result with isError (MCP 2025-06-18, tools, "Error Handling"). */
+function assertToolFailure(reply, reason, pattern) {
+  assert.ok(reply.result, `expected a result, got ${JSON.stringify(reply).slice(0, 500)}`);
+  assert.equal(reply.result.isError, true, JSON.stringify(reply.result));
+  assert.equal(reply.result._meta?.['mpnanny/reason'], reason, JSON.stringify(reply.result));
+  if (pattern) assert.match(reply.result.content[0].text, pattern);
+  assert.equal(reply.result.structuredContent, undefined);
+}
+
 function assertError(reply, code, reason, pattern) {
   assert.ok(reply.error, `expected an error, got ${JSON.stringify(reply).slice(0, 500)}`);
   assert.equal(reply.error.code, code, JSON.stringify(reply.error));
@@ -82,6 +91,11 @@ describe('mpnanny-mcp protocol edge cases (raw stdio)', () => {
     fs.symlinkSync(path.join(fixture.outside, 'metrics.db'), path.join(fixture.root, 'runs-link.db'));
     // 3 MiB: over the 2 MiB read limit.
     fs.writeFileSync(path.join(fixture.root, 'huge.cpp'), '// padding\n'.repeat(3 * 1024 * 1024 / 11 + 1));
+    // Folders under the root whose metrics.db leads out of it: to a file, a missing file, a database.
+    for (const target of ['secret.cpp', 'missing.db', 'metrics.db']) {
+      fs.mkdirSync(path.join(fixture.root, `dblink-${target}`));
+      fs.symlinkSync(path.join(fixture.outside, target), path.join(fixture.root, `dblink-${target}`, 'metrics.db'));
+    }
     before_ = snapshot(fixture.top);
     session = new Session(serverArgs(fixture));
   });
@@ -120,7 +134,8 @@ describe('mpnanny-mcp protocol edge cases (raw stdio)', () => {
   });
 
   test('invalid messages: a batch, a wrong jsonrpc, an object id, non-object params', async () => {
-    assertError(await session.send([request('ping')]), -32600, null, /batch/);
+    assertError(await session.send([request('ping')]), -32600, null, /batches are part of MCP 2025-03-26 only/);
+    assertError(await session.send({ jsonrpc: '2.0', id: 4 }), -32600, null, /needs a method/);
     assertError(await session.send({ jsonrpc: '1.0', id: 1, method: 'ping' }), -32600, null, /jsonrpc/);
     assertError(await session.send({ jsonrpc: '2.0', id: { a: 1 }, method: 'ping' }), -32600, null, /id/);
     assertError(await session.send({ jsonrpc: '2.0', id: 3, method: 'ping', params: [1] }), -32602);
@@ -130,24 +145,31 @@ describe('mpnanny-mcp protocol edge cases (raw stdio)', () => {
 
   test('../../etc/passwd is outside the root', async () => {
     const reply = await session.send(callTool('scan_file', { path: '../../etc/passwd', flags }));
-    assertError(reply, -32602, 'outside_root', /outside the allowed roots/);
+    assertToolFailure(reply, 'outside_root', /outside the allowed roots/);
     assert.doesNotMatch(JSON.stringify(reply), /root:x:0/);
-    assertError(await session.send(callTool('scan_file', { path: '/etc/passwd' })), -32602, 'outside_root');
+    assertToolFailure(await session.send(callTool('scan_file', { path: '/etc/passwd' })), 'outside_root');
     // A path that does not exist outside the root says "outside", not "no such file".
-    assertError(await session.send(callTool('scan_file', { path: '../nope/x.cpp' })), -32602, 'outside_root');
-    assertError(await session.send(callTool('query_alerts', { db: '../outside/metrics.db' })), -32602, 'outside_root');
-    assertError(await session.send(callTool('scan_project', { build_dir: '..' })), -32602, 'outside_root');
+    assertToolFailure(await session.send(callTool('scan_file', { path: '../nope/x.cpp' })), 'outside_root');
+    assertToolFailure(await session.send(callTool('query_alerts', { db: '../outside/metrics.db' })), 'outside_root');
+    assertToolFailure(await session.send(callTool('scan_project', { build_dir: '..' })), 'outside_root');
   });
 
   test('a symlink out of the root is refused, to a file or through a folder', async () => {
     for (const p of ['link.cpp', 'linkdir/secret.cpp']) {
       const reply = await session.send(callTool('scan_file', { path: p, flags }));
-      assertError(reply, -32602, 'outside_root', /resolves to .*outside the allowed roots/);
+      assertToolFailure(reply, 'outside_root', /resolves to .*outside the allowed roots/);
       assert.doesNotMatch(JSON.stringify(reply), /SECRET-MARKER/);
     }
-    assertError(await session.send(callTool('suggest_fix', { path: 'link.cpp', flags })), -32602, 'outside_root');
-    assertError(await session.send(callTool('query_alerts', { db: 'runs-link.db' })), -32602, 'outside_root');
-    assertError(await session.send(callTool('site_verdicts', { db: 'linkdir' })), -32602, 'outside_root');
+    assertToolFailure(await session.send(callTool('suggest_fix', { path: 'link.cpp', flags })), 'outside_root');
+    assertToolFailure(await session.send(callTool('query_alerts', { db: 'runs-link.db' })), 'outside_root');
+    assertToolFailure(await session.send(callTool('site_verdicts', { db: 'linkdir' })), 'outside_root');
+    // A folder under the root whose metrics.db leads out of it is refused before anything opens
+    // the file: the message is the same whether the target is a file, a missing file or a database.
+    for (const target of ['secret.cpp', 'missing.db', 'metrics.db']) {
+      const reply = await session.send(callTool('run_summary', { db: `dblink-${target}` }));
+      assertToolFailure(reply, 'outside_root', /does not resolve to a file under the allowed roots/);
+      assert.doesNotMatch(JSON.stringify(reply), /SQLite|SECRET-MARKER|no metrics/);
+    }
   });
 
   test('inline source cannot #include a file outside the root', async () => {
@@ -169,10 +191,10 @@ describe('mpnanny-mcp protocol edge cases (raw stdio)', () => {
   });
 
   test('a file over the read limit is refused, as is inline source over it', async () => {
-    assertError(await session.send(callTool('scan_file', { path: 'huge.cpp', flags })), -32602, 'too_large',
+    assertToolFailure(await session.send(callTool('scan_file', { path: 'huge.cpp', flags })), 'too_large',
                 /over the 2097152-byte limit/);
-    assertError(await session.send(callTool('scan_file', { source: ' '.repeat(2 * 1024 * 1024 + 1), flags })),
-                -32602, 'too_large');
+    assertToolFailure(await session.send(callTool('scan_file', { source: ' '.repeat(2 * 1024 * 1024 + 1), flags })),
+                      'too_large');
   });
 
   test('a message over the line limit is answered and skipped', async () => {
@@ -192,7 +214,15 @@ describe('mpnanny-mcp protocol edge cases (raw stdio)', () => {
     assertError(await session.send(callTool('scan_file', { source: 'int x;', filename: '../x.cpp' })), -32602,
                 'invalid_path');
     assertError(await session.send(callTool('explain_check', { check: '../../etc/passwd' })), -32602);
-    assertError(await session.send(callTool('query_alerts', { db: 'model.cpp' })), -32602, 'unreadable');
+    assertToolFailure(await session.send(callTool('query_alerts', { db: 'model.cpp' })), 'unreadable');
+    assertError(await session.send(callTool('site_verdicts', { db: 'verified', verdict: 'CONFIRM' })), -32602, null,
+                /no verdict 'CONFIRM' \(verdicts: CONFIRMED, AT_RISK, NOT_OBSERVED, NOT_REACHED\)/);
+    assertError(await session.send(callTool('query_alerts', { db: 'runs', limit: 0 })), -32602, null,
+                /'limit' must be an integer between 1 and 10000/);
+    assertError(await session.send(callTool('query_alerts', { db: 'runs', first_step: 18446744073709551615 })),
+                -32602, null, /'first_step' must be an integer between 0 and 9223372036854775807/);
+    assertError(await session.send(callTool('query_alerts', { db: 'runs', type: 'OVERFLOWS' })), -32602, null,
+                /no alert type 'OVERFLOWS' \(types: NAN, INF,/);
     assertError(await session.send(request('resources/read', { uri: 'mpnanny://knowledge/../../etc/passwd' })),
                 -32002, 'not_found');
     assertError(await session.send(request('prompts/get', { name: 'nope' })), -32602, 'unknown_prompt');
@@ -223,6 +253,29 @@ describe('version negotiation', () => {
       }
     });
   }
+});
+
+describe('batches, where 2025-03-26 was negotiated', () => {
+  test('each request is answered in one array; notifications, initialize and nested batches as JSON-RPC says', async () => {
+    const fixture = makeFixture();
+    const s = new Session(serverArgs(fixture));
+    try {
+      await s.send(initialize('2025-03-26'));
+      const replies = await s.send([request('ping'), { jsonrpc: '2.0', method: 'notifications/initialized' },
+                                    request('tools/nope'), initialize(), [request('ping')]]);
+      assert.ok(Array.isArray(replies), JSON.stringify(replies));
+      assert.deepEqual(replies.map((r) => r.error?.code ?? 'ok'), ['ok', -32601, -32600, -32600]);
+      assert.match(replies[2].error.message, /initialize cannot be part of a batch/);
+      assertError(await s.send([]), -32600, null, /empty batch/);
+      // A batch of notifications only gets no reply: the next line answered is the ping's.
+      s.notify([{ jsonrpc: '2.0', method: 'notifications/initialized' }]);
+      const pong = await s.send(request('ping'));
+      assert.deepEqual(pong.result, {});
+    } finally {
+      await s.close();
+      fixture.cleanup();
+    }
+  });
 });
 
 describe('start-up', () => {

@@ -173,6 +173,8 @@ describe('mpnanny-mcp with the MCP TypeScript SDK client', { skip: unavailable |
     assert.equal(errors.total, 1);
     assert.equal(errors.alerts[0].type, 'OVERFLOW');
     assert.equal(errors.alerts[0].step, 12);
+    const overflows = await call('query_alerts', { db: 'runs', type: 'overflow' });
+    assert.deepEqual(overflows.alerts.map((a) => a.type), ['OVERFLOW']);
     const limited = await call('query_alerts', { db: 'runs/metrics.db', limit: 2 });
     assert.equal(limited.alerts.length, 2);
     assert.equal(limited.truncated, true);
@@ -222,20 +224,27 @@ describe('mpnanny-mcp with the MCP TypeScript SDK client', { skip: unavailable |
     const review = await client.getPrompt({ name: 'review-model-for-mixed-precision',
                                             arguments: { path: 'model.cpp', precision: 'fp16' } });
     const text = review.messages[0].content.text;
-    for (const step of ['scan_file', 'explain_check', 'suggest_fix', 'site_verdicts', '"precision": "fp16"']) {
+    for (const step of ['scan_file', 'explain_check', 'suggest_fix', 'site_verdicts', '{"path":"model.cpp","precision":"fp16"}']) {
       assert.ok(text.includes(step), step);
     }
+    // A quote in an argument stays a quote in the JSON the prompt tells the model to send.
+    const quoted = await client.getPrompt({ name: 'review-model-for-mixed-precision', arguments: { path: 'a"b.cpp' } });
+    assert.ok(quoted.messages[0].content.text.includes('{"path":"a\\"b.cpp"}'), quoted.messages[0].content.text);
     const diagnose = await client.getPrompt({ name: 'diagnose-training-run', arguments: { db: 'runs/metrics.db' } });
     for (const step of ['run_summary', 'query_alerts', 'site_verdicts', 'suggest_fix']) {
       assert.ok(diagnose.messages[0].content.text.includes(step), step);
     }
   });
 
-  test('errors reach the client as JSON-RPC errors, and the server goes on', async () => {
-    await assert.rejects(client.callTool({ name: 'scan_file', arguments: { path: '../../etc/passwd', flags } }),
-                         (e) => e.code === -32602 && /outside the allowed roots/.test(e.message));
-    await assert.rejects(client.callTool({ name: 'explain_check', arguments: { check: 'no-such-check' } }),
-                         (e) => e.code === -32602 && /no knowledge page/.test(e.message));
+  test('a tool that fails says so in its result, a bad request is a JSON-RPC error, and the server goes on', async () => {
+    const outside = await client.callTool({ name: 'scan_file', arguments: { path: '../../etc/passwd', flags } });
+    assert.equal(outside.isError, true);
+    assert.match(outside.content[0].text, /outside the allowed roots/);
+    const unknown = await client.callTool({ name: 'explain_check', arguments: { check: 'no-such-check' } });
+    assert.equal(unknown.isError, true);
+    assert.match(unknown.content[0].text, /no knowledge page/);
+    await assert.rejects(client.callTool({ name: 'query_alerts', arguments: { db: 'runs', limit: -1 } }),
+                         (e) => e.code === -32602 && /between 1 and 10000/.test(e.message));
     await assert.rejects(client.getPrompt({ name: 'diagnose-training-run', arguments: {} }),
                          (e) => e.code === -32602 && /'db' is required/.test(e.message));
     const r = await call('list_checks', {});

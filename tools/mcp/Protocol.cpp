@@ -61,8 +61,7 @@ std::optional<std::string> Server::handle(const std::string &Line) {
         errorResponse(nullptr, code::ParseError, std::string("parse error: ") + E.what()));
   }
   if (Message.is_array())
-    return toLine(errorResponse(nullptr, code::InvalidRequest,
-                                "batches are not part of MCP 2025-06-18: send one message per line"));
+    return handleBatch(Message);
   if (!Message.is_object())
     return toLine(errorResponse(nullptr, code::InvalidRequest, "a message is a JSON object"));
 
@@ -77,7 +76,11 @@ std::optional<std::string> Server::handle(const std::string &Line) {
                  : std::nullopt;
   if (!Message.contains("method")) {
     // A response to a request of ours: the server sends none, so there is nothing to do.
-    return std::nullopt;
+    if (Message.contains("result") || Message.contains("error"))
+      return std::nullopt;
+    return HasId ? std::optional<std::string>(toLine(errorResponse(
+                       Id, code::InvalidRequest, "a request needs a method")))
+                 : std::nullopt;
   }
   if (!Message["method"].is_string())
     return HasId ? std::optional<std::string>(
@@ -109,6 +112,34 @@ std::optional<std::string> Server::handle(const std::string &Line) {
                                     "-byte limit: narrow the request (limit, files, filters)",
                                 "too_large"));
   return Out;
+}
+
+std::optional<std::string> Server::handleBatch(const json &Batch) {
+  // JSON-RPC batches were part of MCP 2025-03-26 only: 2025-06-18 removed them, and a client
+  // that negotiated it sends none.
+  if (Protocol != "2025-03-26")
+    return toLine(errorResponse(
+        nullptr, code::InvalidRequest,
+        "batches are part of MCP 2025-03-26 only" +
+            (Protocol.empty() ? std::string(" (and never before initialize)")
+                              : " (this session speaks " + Protocol + ")") +
+            ": send one message per line"));
+  if (Batch.empty())
+    return toLine(errorResponse(nullptr, code::InvalidRequest, "an empty batch"));
+  json Replies = json::array();
+  for (const json &Element : Batch) {
+    if (Element.is_array()) {
+      Replies.push_back(errorResponse(nullptr, code::InvalidRequest, "a batch inside a batch"));
+    } else if (Element.is_object() && Element.value("method", json()) == "initialize") {
+      Replies.push_back(errorResponse(Element.value("id", json()), code::InvalidRequest,
+                                      "initialize cannot be part of a batch"));
+    } else if (auto Reply = handle(toLine(Element))) {
+      Replies.push_back(json::parse(*Reply));
+    }
+  }
+  if (Replies.empty())
+    return std::nullopt; // notifications only
+  return toLine(Replies);
 }
 
 json Server::dispatch(const std::string &Method, const json &Params) {
@@ -203,6 +234,17 @@ json Server::initialize(const json &Params) {
           {"instructions", Instructions}};
 }
 
+/// Whether a tool's error is about the world rather than the request: the arguments had the
+/// right shape, and running the tool on them failed.
+static bool isToolFailure(const RpcError &E) {
+  static const char *const RequestReasons[] = {"invalid_argument", "missing_argument",
+                                               "unknown_argument", "invalid_path",
+                                               "flag_not_allowed", ""};
+  return E.Code == code::InvalidParams &&
+         std::find(std::begin(RequestReasons), std::end(RequestReasons), E.Reason) ==
+             std::end(RequestReasons);
+}
+
 json Server::callTool(const json &Params) {
   const json Name = Params.value("name", json());
   if (!Name.is_string())
@@ -215,7 +257,20 @@ json Server::callTool(const json &Params) {
   json Arguments = Params.value("arguments", json::object());
   if (!Arguments.is_object())
     throw RpcError(code::InvalidParams, It->Name + ": arguments must be an object");
-  json Result = It->Run(Arguments);
+  json Result;
+  try {
+    Result = It->Run(Arguments);
+  } catch (const RpcError &E) {
+    if (!isToolFailure(E))
+      throw;
+    // The tool ran and failed on what it found (a file missing or unreadable, a path that leads
+    // out of the roots, nothing that matches): a result with isError, which clients hand to the
+    // model so that it can try again, where a JSON-RPC error is the client's to handle (MCP
+    // 2025-06-18, tools, "Error Handling").
+    return {{"content", json::array({{{"type", "text"}, {"text", E.what()}}})},
+            {"isError", true},
+            {"_meta", {{"mpnanny/reason", E.Reason}}}};
+  }
   // The structured result, and the same JSON as text for clients that only show text.
   return {{"content", json::array({{{"type", "text"},
                                     {"text", Result.dump(2, ' ', false,

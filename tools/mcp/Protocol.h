@@ -81,6 +81,7 @@ public:
   static const std::vector<std::string> &supportedProtocols();
 
 private:
+  std::optional<std::string> handleBatch(const nlohmann::json &Batch);
   nlohmann::json dispatch(const std::string &Method, const nlohmann::json &Params);
   nlohmann::json initialize(const nlohmann::json &Params);
   nlohmann::json callTool(const nlohmann::json &Params);

@@ -33,6 +33,8 @@ namespace {
 
 const char *const PrecisionNames[] = {"fp32", "fp16", "bf16", "autocast-fp16", "autocast-bf16"};
 const char *const InlineName = "mpnanny-inline.cpp";
+/// The verification verdicts (runtime/src/SiteVerifier.cpp), in the order site_verdicts sorts them.
+const char *const VerdictNames[] = {"CONFIRMED", "AT_RISK", "NOT_OBSERVED", "NOT_REACHED"};
 /// A build's compile_commands.json may be far larger than any source.
 const size_t MaxCompileDatabaseBytes = 64u << 20;
 
@@ -59,17 +61,20 @@ std::string reqString(const json &Args, const std::string &Tool, const std::stri
   return *V;
 }
 
-std::optional<int64_t> optInt(const json &Args, const std::string &Tool, const std::string &Name,
-                              int64_t Min, int64_t Max) {
+/// An integer argument; its range is the schema's, checked by checkArguments before the tool runs.
+std::optional<int64_t> optInt(const json &Args, const std::string &Tool, const std::string &Name) {
   if (!Args.contains(Name) || Args[Name].is_null())
     return std::nullopt;
   if (!Args[Name].is_number_integer())
     invalid(Tool + ": '" + Name + "' must be an integer");
-  int64_t V = Args[Name].get<int64_t>();
-  if (V < Min || V > Max)
-    invalid(Tool + ": '" + Name + "' must be between " + std::to_string(Min) + " and " +
-            std::to_string(Max));
-  return V;
+  return Args[Name].get<int64_t>();
+}
+
+std::optional<std::string> upperOpt(std::optional<std::string> Text) {
+  if (Text)
+    for (char &C : *Text)
+      C = static_cast<char>(std::toupper(static_cast<unsigned char>(C)));
+  return Text;
 }
 
 std::vector<std::string> optStrings(const json &Args, const std::string &Tool,
@@ -87,10 +92,23 @@ std::vector<std::string> optStrings(const json &Args, const std::string &Tool,
   return Out;
 }
 
-void rejectUnknown(const json &Args, const std::string &Tool, const json &Schema) {
-  for (const auto &[Key, Value] : Args.items())
+/// What the input schema says of every tool's arguments: no argument it does not list, and
+/// integers within its minimum and maximum.
+void checkArguments(const json &Args, const std::string &Tool, const json &Schema) {
+  for (const auto &[Key, Value] : Args.items()) {
     if (!Schema["properties"].contains(Key))
       invalid(Tool + ": unknown argument '" + Key + "'", "unknown_argument");
+    const json &Property = Schema["properties"][Key];
+    if (!Property.contains("minimum") || Value.is_null())
+      continue;
+    const int64_t Min = Property["minimum"], Max = Property["maximum"];
+    // Unsigned beyond int64 reads as out of range, not as a wrapped negative number.
+    if (!Value.is_number_integer() ||
+        (Value.is_number_unsigned() && Value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) ||
+        Value.get<int64_t>() < Min || Value.get<int64_t>() > Max)
+      invalid(Tool + ": '" + Key + "' must be an integer between " + std::to_string(Min) +
+              " and " + std::to_string(Max));
+  }
 }
 
 std::string precisionArg(const json &Args, const std::string &Tool) {
@@ -121,6 +139,11 @@ json str(const std::string &Description) {
 }
 json integer(const std::string &Description) {
   return {{"type", "integer"}, {"description", Description}};
+}
+/// An integer argument and the range optInt enforces for it, so that a client validating against
+/// the schema learns the range before a call is refused.
+json integer(const std::string &Description, int64_t Min, int64_t Max) {
+  return {{"type", "integer"}, {"description", Description}, {"minimum", Min}, {"maximum", Max}};
 }
 json strings(const std::string &Description) {
   return {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", Description}};
@@ -180,7 +203,7 @@ json scanInputProperties() {
           {"build_dir", str("Build folder with compile_commands.json to take the flags from")},
           {"precision", precisionSchema()},
           {"checks", str("clang-tidy glob of checks to run (default: all mpnanny-* checks)")},
-          {"max_findings", integer("Return at most this many findings (default 500)")}};
+          {"max_findings", integer("Return at most this many findings (default 500)", 0, 100000)}};
 }
 
 // ---------------------------------------------------------------------------
@@ -313,7 +336,9 @@ public:
     Outcome O;
     O.Result = check::scan(R, "Pass the build's flags: 'build_dir' (a folder with "
                               "compile_commands.json) or 'flags' (e.g. -std=c++17 -isystem "
-                              "<libtorch>/include)");
+                              "<libtorch>/include). The compiler reads headers only under the "
+                              "server's roots, LibTorch's and the system's folders, and those "
+                              "the server was started with (--include-dir DIR)");
     // A finding in a header outside the roots would hand back text from it.
     auto &F = O.Result.Findings;
     auto Keep = [&](const check::Finding &X) {
@@ -353,7 +378,7 @@ public:
     Prepared P = prepare(Args, Tool);
     auto DB = commandsFor(Args, Tool);
     size_t Max = static_cast<size_t>(
-        optInt(Args, Tool, "max_findings", 0, 100000).value_or(S.MaxFindings));
+        optInt(Args, Tool, "max_findings").value_or(S.MaxFindings));
     std::map<std::string, std::string> Overlay;
     if (P.Inline)
       Overlay[P.File] = P.Text;
@@ -377,9 +402,9 @@ public:
     auto Loaded = loadBuildDir(Box, reqString(Args, Tool, "build_dir"), Tool, Dir);
     auto Only = optStrings(Args, Tool, "files");
     size_t MaxFiles = static_cast<size_t>(
-        optInt(Args, Tool, "max_files", 1, 100000).value_or(S.MaxProjectFiles));
+        optInt(Args, Tool, "max_files").value_or(S.MaxProjectFiles));
     size_t Max = static_cast<size_t>(
-        optInt(Args, Tool, "max_findings", 0, 100000).value_or(S.MaxFindings));
+        optInt(Args, Tool, "max_findings").value_or(S.MaxFindings));
 
     std::vector<std::string> Listed = check::projectFiles(*Loaded, Dir);
     std::vector<std::string> Files;
@@ -447,7 +472,7 @@ public:
       Overlay[P.File] = P.Text;
     Outcome O = run({P.File}, Overlay, *DB, precisionArg(Args, Tool), checksArg(Args, Tool), 1);
     auto SiteId = optString(Args, Tool, "site_id");
-    auto Line = optInt(Args, Tool, "line", 1, 100000000);
+    auto Line = optInt(Args, Tool, "line");
     auto Check = optString(Args, Tool, "check");
     auto Selected = [&](const check::Finding &F) {
       return (!SiteId || F.SiteId == *SiteId) && (!Line || F.Where.Line == *Line) &&
@@ -668,16 +693,25 @@ query::Databases openRuns(const Sandbox &Box, const json &Args, const std::strin
   }
   std::string Resolved =
       Box.resolve(Path, Sandbox::Kind::Any, Tool + ": db", /*SizeBounded=*/false);
-  query::Databases Dbs;
+  std::vector<std::string> Files;
   try {
-    Dbs = query::open_databases({Resolved + Run});
+    Files = query::database_files(Resolved + Run);
   } catch (const std::exception &E) {
     invalid(Tool + ": " + E.what(), "unreadable");
   }
-  for (const auto &D : Dbs) {
+  // A folder under a root may hold links that lead out of it: each file is checked before
+  // anything opens it, so that not even an error message tells what lies outside.
+  for (const auto &File : Files) {
+    const std::string FilePath = Run.empty() ? File : File.substr(0, File.size() - Run.size());
     llvm::SmallString<256> Real;
-    if (llvm::sys::fs::real_path(D->path(), Real) || !Box.contains(std::string(Real)))
-      invalid(Tool + ": '" + D->path() + "' resolves outside the allowed roots", "outside_root");
+    if (llvm::sys::fs::real_path(FilePath, Real) || !Box.contains(std::string(Real)))
+      invalid(Tool + ": '" + FilePath + "' does not resolve to a file under the allowed roots", "outside_root");
+  }
+  query::Databases Dbs;
+  try {
+    Dbs = query::open_databases(Files);
+  } catch (const std::exception &E) {
+    invalid(Tool + ": " + E.what(), "unreadable");
   }
   return Dbs;
 }
@@ -710,15 +744,19 @@ json queryAlerts(const Sandbox &Box, const json &Args) {
   const std::string Tool = "query_alerts";
   auto Dbs = openRuns(Box, Args, Tool);
   query::AlertFilter Filter;
-  Filter.severity = optString(Args, Tool, "severity");
+  // Names are matched as the CLI matches them: in any case.
+  Filter.severity = upperOpt(optString(Args, Tool, "severity"));
   if (Filter.severity && *Filter.severity != "ERROR" && *Filter.severity != "WARNING" &&
       *Filter.severity != "INFO")
     invalid(Tool + ": severity is ERROR, WARNING or INFO");
-  Filter.type = optString(Args, Tool, "type");
+  Filter.type = upperOpt(optString(Args, Tool, "type"));
+  if (Filter.type)
+    if (const auto Unknown = query::unknown_alert_type(*Filter.type))
+      invalid(Tool + ": " + *Unknown);
   Filter.site = optString(Args, Tool, "site");
-  Filter.first_step = optInt(Args, Tool, "first_step", 0, INT64_MAX);
-  Filter.last_step = optInt(Args, Tool, "last_step", 0, INT64_MAX);
-  size_t Limit = static_cast<size_t>(optInt(Args, Tool, "limit", 1, 10000).value_or(200));
+  Filter.first_step = optInt(Args, Tool, "first_step");
+  Filter.last_step = optInt(Args, Tool, "last_step");
+  size_t Limit = static_cast<size_t>(optInt(Args, Tool, "limit").value_or(200));
   json All;
   try {
     All = query::alerts(Dbs, Filter);
@@ -735,7 +773,7 @@ json queryAlerts(const Sandbox &Box, const json &Args) {
 json runSummary(const Sandbox &Box, const json &Args) {
   const std::string Tool = "run_summary";
   auto Dbs = openRuns(Box, Args, Tool);
-  int Worst = static_cast<int>(optInt(Args, Tool, "worst_sites", 0, 100).value_or(5));
+  int Worst = static_cast<int>(optInt(Args, Tool, "worst_sites").value_or(5));
   json Runs;
   try {
     Runs = query::summary(Dbs, Worst);
@@ -750,8 +788,15 @@ json runSummary(const Sandbox &Box, const json &Args) {
 json siteVerdicts(const Sandbox &Box, const json &Args) {
   const std::string Tool = "site_verdicts";
   auto Dbs = openRuns(Box, Args, Tool);
-  size_t Limit = static_cast<size_t>(optInt(Args, Tool, "limit", 1, 10000).value_or(500));
-  auto Verdict = optString(Args, Tool, "verdict");
+  size_t Limit = static_cast<size_t>(optInt(Args, Tool, "limit").value_or(500));
+  auto Verdict = upperOpt(optString(Args, Tool, "verdict"));
+  if (Verdict && std::find(std::begin(VerdictNames), std::end(VerdictNames), *Verdict) == std::end(VerdictNames))
+  {
+    std::string Known;
+    for (const char *Name : VerdictNames)
+      Known += (Known.empty() ? "" : ", ") + std::string(Name);
+    invalid(Tool + ": no verdict '" + *Verdict + "' (verdicts: " + Known + ")");
+  }
   json Result;
   try {
     Result = query::sites(Dbs);
@@ -815,8 +860,9 @@ std::vector<Tool> makeTools(const Sandbox &Box, const Settings &S) {
     auto Run = T.Run;
     json Schema = T.InputSchema;
     std::string Name = T.Name;
+    T.InputSchema["additionalProperties"] = false;
     T.Run = [Run, Schema, Name](const json &Args) {
-      rejectUnknown(Args, Name, Schema);
+      checkArguments(Args, Name, Schema);
       return Run(Args);
     };
     Tools.push_back(std::move(T));
@@ -849,8 +895,8 @@ std::vector<Tool> makeTools(const Sandbox &Box, const Settings &S) {
                      {"files", strings("Only these sources (paths under the roots)")},
                      {"precision", precisionSchema()},
                      {"checks", str("clang-tidy glob of checks to run")},
-                     {"max_files", integer("Scan at most this many files (default 200)")},
-                     {"max_findings", integer("Return at most this many findings (default 500)")}},
+                     {"max_files", integer("Scan at most this many files (default 200)", 1, 100000)},
+                     {"max_findings", integer("Return at most this many findings (default 500)", 0, 100000)}},
                     {"build_dir"}),
        objectSchema({{"build_dir", str("")},
                      {"files_scanned", StringArray},
@@ -901,7 +947,7 @@ std::vector<Tool> makeTools(const Sandbox &Box, const Settings &S) {
   json FixIn = scanInputProperties();
   FixIn.erase("max_findings");
   FixIn["site_id"] = str("Fix only this finding (its site_id from scan_file)");
-  FixIn["line"] = integer("Fix only the findings on this line");
+  FixIn["line"] = integer("Fix only the findings on this line", 1, 100000000);
   FixIn["check"] = str("Fix only the findings of this check");
   Add({"suggest_fix", "Propose the fix-its as a unified diff",
        "Scan the file and return the exact rewrites the checks offer (e.g. log(softmax(x)) -> "
@@ -940,9 +986,9 @@ std::vector<Tool> makeTools(const Sandbox &Box, const Settings &S) {
                      {"severity", {{"type", "string"}, {"enum", {"ERROR", "WARNING", "INFO"}}}},
                      {"type", str("Alert type, e.g. OVERFLOW")},
                      {"site", str("FILE:LINE, a function (substring), a parameter or an op")},
-                     {"first_step", integer("")},
-                     {"last_step", integer("")},
-                     {"limit", integer("At most this many alerts (default 200)")}},
+                     {"first_step", integer("", 0, INT64_MAX)},
+                     {"last_step", integer("", 0, INT64_MAX)},
+                     {"limit", integer("At most this many alerts (default 200)", 1, 10000)}},
                     {"db"}),
        objectSchema({{"databases", Databases},
                      {"alerts", Rows},
@@ -955,7 +1001,7 @@ std::vector<Tool> makeTools(const Sandbox &Box, const Settings &S) {
        "Run metadata (precision, torch version), steps seen and traced, alert counts by type "
        "and severity, the first ERROR, the sites with the least fp16/bf16 headroom, and the "
        "loss-scale history.",
-       objectSchema({{"db", DbArg}, {"worst_sites", integer("How many worst sites (default 5)")}},
+       objectSchema({{"db", DbArg}, {"worst_sites", integer("How many worst sites (default 5)", 0, 100)}},
                     {"db"}),
        objectSchema({{"databases", Databases}, {"runs", Rows}}, {"databases", "runs"}),
        true, RunSummary});
@@ -964,8 +1010,10 @@ std::vector<Tool> makeTools(const Sandbox &Box, const Settings &S) {
        "For a run made with MPNANNY_VERIFY=1 and the sites file of mpnanny-check: each static "
        "finding's verdict (CONFIRMED, AT_RISK, NOT_OBSERVED, NOT_REACHED) with its evidence.",
        objectSchema({{"db", DbArg},
-                     {"verdict", str("Only this verdict, e.g. CONFIRMED")},
-                     {"limit", integer("At most this many verdicts (default 500)")}},
+                     {"verdict", {{"type", "string"},
+                                  {"enum", VerdictNames},
+                                  {"description", "Only this verdict"}}},
+                     {"limit", integer("At most this many verdicts (default 500)", 1, 10000)}},
                     {"db"}),
        objectSchema({{"databases", Databases},
                      {"verification_data", {{"type", "boolean"}}},
@@ -995,6 +1043,11 @@ std::vector<Resource> knowledgeResources() {
   return Out;
 }
 
+/// A tool's arguments as a prompt shows them: JSON, so that a quote in a path stays a quote.
+std::string argumentsText(const json &Args) {
+  return Args.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::vector<Prompt> makePrompts() {
   std::vector<Prompt> Out;
   Out.push_back(
@@ -1005,13 +1058,18 @@ std::vector<Prompt> makePrompts() {
        [](const json &A) {
          std::string Path = A.value("path", "");
          std::string Precision = A.value("precision", "");
-         std::string P = Precision.empty() ? "" : ", \"precision\": \"" + Precision + "\"";
+         const auto ScanArgs = [&](const char *PathArg) {
+           json Args = {{PathArg, Path}};
+           if (!Precision.empty())
+             Args["precision"] = Precision;
+           return argumentsText(Args);
+         };
          return "Review `" + Path + "` for mixed-precision (" +
                 (Precision.empty() ? std::string("fp16/bf16") : Precision) +
                 ") training with the mpnanny tools. Work in this order:\n\n"
-                "1. Scan. If `" + Path + "` is a build folder, call `scan_project` with "
-                "{\"build_dir\": \"" + Path + "\"" + P + "}; otherwise call `scan_file` with "
-                "{\"path\": \"" + Path + "\"" + P + "}. If `parse_errors` is not empty the scan "
+                "1. Scan. If `" + Path + "` is a build folder, call `scan_project` with " +
+                ScanArgs("build_dir") + "; otherwise call `scan_file` with " + ScanArgs("path") +
+                ". If `parse_errors` is not empty the scan "
                 "is incomplete: pass `build_dir` (compile_commands.json) or `flags` "
                 "(-std=c++17 -isystem <libtorch include dirs>) and scan again before judging.\n"
                 "2. Explain. Group the findings by `check`. For each check call `explain_check` "
@@ -1043,21 +1101,21 @@ std::vector<Prompt> makePrompts() {
          std::string Source = A.value("source", "");
          return "Diagnose the mixed-precision training run recorded in `" + Db +
                 "` with the mpnanny tools:\n\n"
-                "1. Summarize. Call `run_summary` with {\"db\": \"" + Db + "\"}: precision, "
+                "1. Summarize. Call `run_summary` with " + argumentsText({{"db", Db}}) + ": precision, "
                 "steps, alert counts, the first ERROR and the sites with the least headroom.\n"
-                "2. Find the first failure. Call `query_alerts` with {\"db\": \"" + Db + "\", "
-                "\"severity\": \"ERROR\"}; the earliest alert is usually the cause and the rest "
+                "2. Find the first failure. Call `query_alerts` with " +
+                argumentsText({{"db", Db}, {"severity", "ERROR"}}) + "; the earliest alert is usually the cause and the rest "
                 "its consequences (an OVERFLOW in forward, then NAN in backward, then "
                 "LOSS_SCALE_DROP). Note its op, tensor, file:line and value vs threshold.\n"
                 "3. Explain. Call `explain_check` with the alert type (e.g. OVERFLOW) and with "
                 "the check of any static finding at the same line.\n"
-                "4. Verify against the static scan. Call `site_verdicts` with {\"db\": \"" + Db +
-                "\"}; CONFIRMED findings are proven at run time. If it reports no verification "
+                "4. Verify against the static scan. Call `site_verdicts` with " + argumentsText({{"db", Db}}) +
+                "; CONFIRMED findings are proven at run time. If it reports no verification "
                 "data, say how to get it (mpnanny-check --export-sites, then MPNANNY_VERIFY=1).\n"
                 "5. Fix. " +
                 (Source.empty()
                      ? std::string("Scan the source file the alerts point to with `scan_file`")
-                     : "Call `scan_file` with {\"path\": \"" + Source + "\"}") +
+                     : "Call `scan_file` with " + argumentsText({{"path", Source}})) +
                 ", then `suggest_fix` for the lines the alerts name; show the diff, which the "
                 "server never applies.\n\n"
                 "End with: the root cause in one sentence, the fix, and how the next run will "

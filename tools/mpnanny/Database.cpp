@@ -257,24 +257,28 @@ std::unique_ptr<Statement> Database::prepare(const std::string& sql) const {
   return std::make_unique<Statement>(db_, sql);
 }
 
+std::vector<std::string> database_files(const std::string& spec) {
+  std::error_code error;
+  if (!fs::is_directory(spec, error)) return {spec};
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(spec, error)) {
+    const std::string name = entry.path().filename().string();
+    // Links are listed whatever they point at, so that a caller who must keep to some folders
+    // checks where each one leads before anything opens it.
+    if ((entry.is_regular_file() || entry.is_symlink()) && name.rfind("metrics", 0) == 0 &&
+        entry.path().extension() == ".db") {
+      files.push_back(entry.path().string());
+    }
+  }
+  if (files.empty()) throw Error(spec + ": no metrics*.db file in this directory");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 Databases open_databases(const std::vector<std::string>& specs) {
   Databases databases;
   for (const std::string& spec : specs) {
-    std::error_code error;
-    if (fs::is_directory(spec, error)) {
-      std::vector<std::string> files;
-      for (const auto& entry : fs::directory_iterator(spec, error)) {
-        const std::string name = entry.path().filename().string();
-        if (entry.is_regular_file() && name.rfind("metrics", 0) == 0 && entry.path().extension() == ".db") {
-          files.push_back(entry.path().string());
-        }
-      }
-      if (files.empty()) throw Error(spec + ": no metrics*.db file in this directory");
-      std::sort(files.begin(), files.end());
-      for (const auto& file : files) databases.push_back(std::make_unique<Database>(file));
-    } else {
-      databases.push_back(std::make_unique<Database>(spec));
-    }
+    for (const std::string& file : database_files(spec)) databases.push_back(std::make_unique<Database>(file));
   }
   if (databases.empty()) throw Error("no database given");
   std::stable_sort(databases.begin(), databases.end(), [](const auto& a, const auto& b) {

@@ -93,6 +93,11 @@ class Database {
 
 using Databases = std::vector<std::unique_ptr<Database>>;
 
+/// The database files one `--db` argument names: itself (a file, with an optional `#run`), or
+/// the `metrics*.db` files and links in a directory, sorted. Throws Error for a directory
+/// without any.
+std::vector<std::string> database_files(const std::string& spec);
+
 /// Expands `--db` arguments: files (with an optional `#run`) and directories (every
 /// `metrics*.db` inside: `metrics.db`, and `metrics-rank<N>.db` per rank of a multi-process run).
 /// Sorted by rank, then path. Throws Error when nothing readable is found.
