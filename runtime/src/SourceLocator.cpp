@@ -8,7 +8,9 @@
 #include <libunwind.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 
@@ -99,14 +101,23 @@ bool SourceLocator::is_library_function(const std::string& demangled) {
 }
 
 bool SourceLocator::is_library_module(const std::string& path) {
-  static const std::array<const char*, 15> kLibraryPrefixes = {
-      "libtorch", "libc10",    "libmpnanny_runtime", "libc.so", "libc-",     "libstdc++", "libgcc_s", "libgomp",
-      "ld-linux", "libpthread", "libdw",             "libsqlite3", "libcaffe2", "libshm",  "libm.so"};
+  // By the library's own name, its part before ".so" and any "-<version>" (libc-2.31.so): a
+  // prefix would take a user's libtorch_myops.so or libc10_extensions.so for LibTorch's.
+  static const std::array<const char*, 22> kLibraryNames = {
+      "libtorch",           "libtorch_cpu",    "libtorch_cuda", "libtorch_cuda_cpp", "libtorch_cuda_cu",
+      "libtorch_cuda_linalg", "libtorch_global_deps", "libtorch_python", "libc10",     "libc10_cuda",
+      "libshm",             "libmpnanny_runtime", "libc",        "libm",              "libstdc++",
+      "libgcc_s",           "libgomp",         "libpthread",    "libdw",             "libsqlite3",
+      "libtorchvision",     "libtorchaudio"};
+  // Caffe2's operator libraries (libcaffe2_observers.so, ...) and the dynamic loader by prefix.
   const std::string name = basename_of(path);
-  for (const char* prefix : kLibraryPrefixes) {
-    if (name.rfind(prefix, 0) == 0) return true;
+  if (name.rfind("ld-linux", 0) == 0 || name.rfind("libcaffe2", 0) == 0) return true;
+  std::string stem = name.substr(0, name.find(".so"));
+  if (const auto dash = stem.find('-'); dash != std::string::npos && dash + 1 < stem.size() &&
+                                        std::isdigit(static_cast<unsigned char>(stem[dash + 1]))) {
+    stem.resize(dash);
   }
-  return false;
+  return std::find(kLibraryNames.begin(), kLibraryNames.end(), stem) != kLibraryNames.end();
 }
 
 SourceLocator::SourceLocator() {

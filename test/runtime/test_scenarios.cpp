@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "../../runtime/src/SourceLocator.h"
 #include "TestSupport.h"
 #include "attribution/Attribution.h"
 #include "TracedEveryStep.h"
@@ -984,6 +985,21 @@ TEST(Nanny, WatchStoresItsLastStepWhenTheProgramExits) {
                         "WHERE t.step=3 AND t.phase='weight' AND (SELECT sum(value) FROM json_each(h.counts)) = "
                         "t.numel - t.zero_count - t.nan_count - t.inf_count"),
             "4");
+}
+
+// A user's library whose name begins like LibTorch's is the user's: a prefix match skipped every
+// frame of libtorch_myops.so, and its alerts went to whoever called into it.
+TEST(SourceLocator, LibTorchsLibrariesAreKnownByTheirNamesNotByAPrefix) {
+  for (const char* library : {"/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13", "/opt/libtorch/lib/libtorch.so",
+                              "libc10.so", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/libc-2.31.so",
+                              "/lib64/ld-linux-x86-64.so.2", "libcaffe2_observers.so", "libmpnanny_runtime.so.0",
+                              "libtorchvision.so"}) {
+    EXPECT_TRUE(SourceLocator::is_library_module(library)) << library;
+  }
+  for (const char* library : {"/work/build/libtorch_myops.so", "libc10_extensions.so", "libtorch_ext.so",
+                              "/home/me/libcustom.so", "/usr/bin/train", "libmodel-2.so"}) {
+    EXPECT_FALSE(SourceLocator::is_library_module(library)) << library;
+  }
 }
 
 // The source locator skips LibTorch's and the system's code by its paths and, without debug
