@@ -178,7 +178,7 @@ struct MetricsWriter::Statements {
 };
 
 MetricsWriter::MetricsWriter(const std::string& path, const RunInfo& run, const WriterOptions& options)
-    : options_(options), paused_(options.start_paused_for_testing), statements_(std::make_unique<Statements>()) {
+    : path_(path), options_(options), paused_(options.start_paused_for_testing), statements_(std::make_unique<Statements>()) {
   if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
     fail("cannot open " + path + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
@@ -313,7 +313,10 @@ void MetricsWriter::fail(const std::string& message) {
     error_ = message;
   }
   // The one warning the issue asks for; the nanny switches its monitoring off on seeing !ok().
-  std::cerr << "mpnanny: warning: " << message << "; monitoring is switched off, training continues\n";
+  // It names the file: "database or disk is full" alone does not say which disk.
+  const bool names_file = message.find(path_) != std::string::npos;
+  std::cerr << "mpnanny: warning: " << message << (names_file ? "" : " (" + path_ + ")")
+            << "; monitoring is switched off, training continues\n";
   work_done_.notify_all();
 }
 

@@ -197,6 +197,7 @@ TEST(MetricsWriter, LockedDatabaseSwitchesOffAfterTheBusyTimeout) {
   const std::string warning = testing::internal::GetCapturedStderr();
   EXPECT_FALSE(writer.ok());
   EXPECT_NE(warning.find("locked"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("(" + path + ")"), std::string::npos) << "names the file: " << warning;
   EXPECT_FALSE(writer.enqueue(ScalarRecord{1, "x", 1.0}));
   sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(other);

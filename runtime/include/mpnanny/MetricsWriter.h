@@ -146,6 +146,7 @@ class MetricsWriter {
   /// Adds the columns a file written by an older runtime lacks; false (and failed) on an error.
   bool add_missing_columns();
 
+  std::string path_;
   sqlite3* db_ = nullptr;
   int64_t run_id_ = 0;
   WriterOptions options_;
