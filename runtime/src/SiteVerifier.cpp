@@ -111,14 +111,52 @@ SitesFile load_sites(const std::string& path, bool check_sources) {
 }
 
 SiteVerifier::SiteVerifier(std::vector<Site> sites, Precision target)
-    : sites_(std::move(sites)), target_(target), evidence_(sites_.size()) {}
+    : sites_(std::move(sites)), target_(target), evidence_(sites_.size()), line_mates_(sites_.size()) {
+  const auto ops_overlap = [](const Site& a, const Site& b) {
+    if (a.aten_ops.empty() || b.aten_ops.empty()) return true;
+    return std::any_of(a.aten_ops.begin(), a.aten_ops.end(), [&](const std::string& op) {
+      return std::find(b.aten_ops.begin(), b.aten_ops.end(), op) != b.aten_ops.end();
+    });
+  };
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    for (size_t j = 0; j < sites_.size(); ++j) {
+      if (sites_[i].file == sites_[j].file && sites_[i].line == sites_[j].line && ops_overlap(sites_[i], sites_[j])) {
+        line_mates_[i].push_back(j);
+      }
+    }
+  }
+}
+
+bool SiteVerifier::same_source(const std::string& site_file, const std::string& observed_file) const {
+  if (site_file == observed_file) return true;
+  if (base_name(site_file) != base_name(observed_file)) return false;
+  const auto key = std::make_pair(site_file, observed_file);
+  if (const auto cached = same_file_cache_.find(key); cached != same_file_cache_.end()) return cached->second;
+  const std::filesystem::path site_path(site_file), observed_path(observed_file);
+  bool same = false;
+  if (site_path.is_absolute() && observed_path.is_absolute()) {
+    std::error_code error;
+    same = site_path.lexically_normal() == observed_path.lexically_normal() ||
+           std::filesystem::equivalent(site_path, observed_path, error);
+  } else {
+    // The relative one's components, from its name up, are the other's last components.
+    const std::filesystem::path& relative = site_path.is_absolute() ? observed_path : site_path;
+    const std::filesystem::path& other = site_path.is_absolute() ? site_path : observed_path;
+    std::vector<std::string> tail, whole;
+    for (const auto& part : relative.lexically_normal()) tail.push_back(part.string());
+    for (const auto& part : other.lexically_normal()) whole.push_back(part.string());
+    while (!tail.empty() && (tail.front() == "." || tail.front() == "..")) tail.erase(tail.begin());
+    same = tail.size() <= whole.size() && std::equal(tail.rbegin(), tail.rend(), whole.rbegin());
+  }
+  same_file_cache_.emplace(key, same);
+  return same;
+}
 
 std::optional<size_t> SiteVerifier::match(const std::string& file, int64_t line, const std::string& op) const {
-  const std::string base = base_name(file);
   for (size_t i = 0; i < sites_.size(); ++i) {
     const Site& site = sites_[i];
     if (site.line != line) continue;
-    if (site.file != file && base_name(site.file) != base) continue;
+    if (!same_source(site.file, file)) continue;
     if (site.aten_ops.empty() || std::find(site.aten_ops.begin(), site.aten_ops.end(), op) != site.aten_ops.end())
       return i;
   }
@@ -133,6 +171,10 @@ const FormatLimits& SiteVerifier::limits_for(const Site& site) const {
 
 void SiteVerifier::observe(size_t index, int64_t step, const TensorStats& stats) {
   if (index >= sites_.size()) return;
+  for (const size_t mate : line_mates_[index]) observe_one(mate, step, stats);
+}
+
+void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& stats) {
   const Site& site = sites_[index];
   Evidence& e = evidence_[index];
   ++e.executions;
@@ -190,6 +232,11 @@ void SiteVerifier::observe(size_t index, int64_t step, const TensorStats& stats)
     e.worst_ratio = ratio;
     e.worst_step = step;
   }
+  if (stats.min_abs_nonzero > 0 && std::isfinite(stats.min_abs_nonzero) &&
+      (e.smallest_step < 0 || stats.min_abs_nonzero < e.smallest_nonzero)) {
+    e.smallest_nonzero = stats.min_abs_nonzero;
+    e.smallest_step = step;
+  }
 }
 
 std::vector<std::string> SiteVerifier::watched_ops() const {
@@ -217,6 +264,16 @@ std::vector<SiteVerdict> SiteVerifier::verdicts() const {
       v = *e.confirmed;
     } else if (e.at_risk) {
       v = *e.at_risk;
+    } else if (e.executions > 0 && sites_[i].risk == "underflow") {
+      // The headroom below the format's max says nothing of values too small for it.
+      v.verdict = Verdict::NotObserved;
+      const FormatLimits& limits = limits_for(sites_[i]);
+      v.step = e.smallest_step;
+      v.evidence = "executed " + std::to_string(e.executions) + " times, " +
+                   (e.smallest_step < 0 ? std::string("no non-zero value")
+                                        : "smallest non-zero |x| = " + number(e.smallest_nonzero) + " (normal from " +
+                                              number(limits.min_normal) + ") at step " +
+                                              std::to_string(e.smallest_step));
     } else if (e.executions > 0) {
       v.verdict = Verdict::NotObserved;
       v.step = e.worst_step;

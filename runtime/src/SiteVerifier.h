@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "mpnanny/Alert.h"
@@ -63,11 +65,13 @@ class SiteVerifier {
   /// `target`: the format fp32 sites are judged against (a CPU dry run of an fp16 model).
   SiteVerifier(std::vector<Site> sites, Precision target);
 
-  /// The site an op belongs to: same file (or same base name, since build and scan paths may
-  /// differ), same line, and the op among the site's aten_ops (or the site lists none).
+  /// The site an op belongs to: the same file (see same_source), same line, and the op among the
+  /// site's aten_ops (or the site lists none).
   std::optional<size_t> match(const std::string& file, int64_t line, const std::string& op) const;
 
-  /// One output of a site's op on `step`.
+  /// One output of a site's op on `step`. It counts for every site on the same line that could
+  /// have run the op: an op's line is all the observer knows, so two flagged ops on one line
+  /// share their evidence rather than one site getting the other's.
   void observe(size_t site, int64_t step, const TensorStats& stats);
 
   /// The ATen ops some site names: what the op observer must watch for the verifier.
@@ -91,12 +95,24 @@ class SiteVerifier {
     std::optional<SiteVerdict> at_risk;    // the first
     double worst_ratio = 0.0;              // max |x| / format max
     int64_t worst_step = -1;
+    double smallest_nonzero = 0.0;         // for underflow risks: min non-zero |x| seen
+    int64_t smallest_step = -1;
   };
   const FormatLimits& limits_for(const Site& site) const;
+  void observe_one(size_t site, int64_t step, const TensorStats& stats);
+  /// Whether a file the op observer names is the site's: the same path, or, where one of them is
+  /// relative, its folders and name at the end of the other. Two absolute paths that differ are
+  /// two files (base names alone took enc/layers.cpp for dec/layers.cpp), unless they are one
+  /// file on disk (a link in either path).
+  bool same_source(const std::string& site_file, const std::string& observed_file) const;
+
 
   std::vector<Site> sites_;
   Precision target_;
   std::vector<Evidence> evidence_;
+  /// For each site, the sites on its line (itself included) whose ops overlap with its own.
+  std::vector<std::vector<size_t>> line_mates_;
+  mutable std::map<std::pair<std::string, std::string>, bool> same_file_cache_;
 };
 
 }  // namespace mpnanny

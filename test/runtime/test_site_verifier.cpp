@@ -34,6 +34,54 @@ Site site(const std::string& file, int64_t line, const std::string& risk, std::v
   return s;
 }
 
+// A file of the same name in another folder is another file: matched by base name, the site in
+// enc/layers.cpp was confirmed by an overflow in dec/layers.cpp. A relative path on either side
+// matches the folders it names.
+TEST(SiteVerifier, FilesOfOneNameInTwoFoldersAreTwoFiles) {
+  SiteVerifier verifier({site("/proj/enc/layers.cpp", 6, "overflow", {"aten::exp"}),
+                         site("src/model.cpp", 9, "overflow", {"aten::exp"})},
+                        Precision::FP16);
+  EXPECT_EQ(verifier.match("/proj/enc/layers.cpp", 6, "aten::exp"), std::optional<size_t>(0));
+  EXPECT_FALSE(verifier.match("/proj/dec/layers.cpp", 6, "aten::exp").has_value());
+  EXPECT_EQ(verifier.match("enc/layers.cpp", 6, "aten::exp"), std::optional<size_t>(0));
+  EXPECT_FALSE(verifier.match("dec/layers.cpp", 6, "aten::exp").has_value());
+  EXPECT_EQ(verifier.match("/home/me/proj/src/model.cpp", 9, "aten::exp"), std::optional<size_t>(1));
+  EXPECT_FALSE(verifier.match("/home/me/proj/test/model.cpp", 9, "aten::exp").has_value());
+}
+
+// Two flagged exps on one line: the observer knows the line, not the column, so an overflow on
+// the line counts for both. It used to confirm the first site and leave the one that overflowed
+// "never executed". A site without ops on the line (an eps) gets the line's evidence too.
+TEST(SiteVerifier, SitesOnOneLineShareTheLinesEvidence) {
+  Site left = site("/src/model.cpp", 16, "overflow", {"aten::exp"}), right = left, eps = left, other = left;
+  left.column = 31;
+  right.column = 56;
+  eps.aten_ops = {};
+  eps.risk = "underflow";
+  other.aten_ops = {"aten::log"};
+  SiteVerifier verifier({left, right, eps, other}, Precision::FP16);
+  const auto index = verifier.match("/src/model.cpp", 16, "aten::exp");
+  ASSERT_TRUE(index.has_value());
+  verifier.observe(*index, 2, stats_with(70000, 3));
+  const auto verdicts = verifier.verdicts();
+  EXPECT_EQ(verdicts[0].verdict, Verdict::Confirmed);
+  EXPECT_EQ(verdicts[1].verdict, Verdict::Confirmed);
+  EXPECT_EQ(verdicts[2].verdict, Verdict::NotObserved) << "an eps judged on the line's values: none flush";
+  EXPECT_EQ(verdicts[3].verdict, Verdict::NotReached) << "a log on the line is not an exp";
+}
+
+// An underflow risk that did not happen is told by the smallest value, not by the headroom below
+// the format's max, which read "worst headroom 0.000288x" on a site it called cleared.
+TEST(SiteVerifier, AnUnderflowSiteNotObservedStatesItsSmallestValue) {
+  SiteVerifier verifier({site("/src/model.cpp", 11, "underflow", {"aten::log"})}, Precision::FP16);
+  TensorStats huge_but_not_small = stats_with(2.27e8);
+  huge_but_not_small.min_abs_nonzero = 0.5;
+  verifier.observe(0, 4, huge_but_not_small);
+  const auto verdict = verifier.verdicts()[0];
+  EXPECT_EQ(verdict.verdict, Verdict::NotObserved);
+  EXPECT_EQ(verdict.evidence, "executed 1 times, smallest non-zero |x| = 0.5 (normal from 6.10352e-05) at step 4");
+}
+
 TEST(SiteVerifier, VerdictsFromObservations) {
   SiteVerifier verifier({site("/src/model.cpp", 10, "overflow", {"aten::exp"}),
                          site("/src/model.cpp", 20, "overflow", {"aten::exp"}),
@@ -41,7 +89,7 @@ TEST(SiteVerifier, VerdictsFromObservations) {
                          site("/src/model.cpp", 40, "overflow", {"aten::exp"}),
                          site("/src/model.cpp", 50, "underflow"), site("/src/model.cpp", 60, "domain")},
                         Precision::FP16);
-  // Matched by line and op; a build path that differs from the scan's still matches by base name.
+  // Matched by line and op; a path that is the scan's once normalized is the scan's.
   ASSERT_EQ(verifier.match("/build/../src/model.cpp", 10, "aten::exp"), std::optional<size_t>(0));
   EXPECT_FALSE(verifier.match("/src/model.cpp", 10, "aten::log").has_value());
   EXPECT_FALSE(verifier.match("/src/other.cpp", 10, "aten::exp").has_value());
