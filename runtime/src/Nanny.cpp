@@ -16,12 +16,15 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/version.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -33,6 +36,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -83,6 +87,33 @@ std::optional<std::string> env(const char* name) {
   const char* value = std::getenv(name);
   if (!value || !*value) return std::nullopt;
   return std::string(value);
+}
+
+/// An integer from the environment, in [min, max]; anything else (text, a number past int64)
+/// is ignored with a warning rather than read as 0 or clamped.
+std::optional<int64_t> env_integer(const char* name, int64_t min, int64_t max = INT64_MAX) {
+  const auto text = env(name);
+  if (!text) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const long long parsed = std::strtoll(text->c_str(), &end, 10);
+  if (errno == 0 && end != text->c_str() && *end == '\0' && parsed >= min && parsed <= max) return parsed;
+  std::cerr << "mpnanny: warning: ignoring " << name << "='" << *text << "' (expected an integer from " << min
+            << (max == INT64_MAX ? std::string(" up") : " to " + std::to_string(max)) << ")\n";
+  return std::nullopt;
+}
+
+/// A switch from the environment: 1, true, yes, on or 0, false, no, off, in any case. Anything
+/// else is ignored with a warning: MPNANNY_DISABLE=no must not switch monitoring off.
+std::optional<bool> env_switch(const char* name) {
+  auto text = env(name);
+  if (!text) return std::nullopt;
+  for (char& c : *text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (*text == "1" || *text == "true" || *text == "yes" || *text == "on") return true;
+  if (*text == "0" || *text == "false" || *text == "no" || *text == "off") return false;
+  std::cerr << "mpnanny: warning: ignoring " << name << "='" << std::getenv(name)
+            << "' (expected 1, true, yes, on, or 0, false, no, off)\n";
+  return std::nullopt;
 }
 
 /// A watched op as observed: by its start and end callbacks in the forward pass, and by the post
@@ -159,7 +190,7 @@ class Nanny::Impl {
   /// `implicit_steps`: the session MPNANNY_VERIFY=1 starts without user code; it finds step
   /// boundaries itself (on_step_signal) and opens its database only once it has something to write.
   Impl(std::shared_ptr<torch::nn::Module> model, Options options, bool implicit_steps = false);
-  ~Impl() { close(); }
+  ~Impl();
 
   void begin_step(int64_t step);
   void end_step();
@@ -195,6 +226,10 @@ class Nanny::Impl {
   /// A user's Nanny takes the implicit session over: it stops observing and gives up the verifier
   /// with the evidence gathered so far.
   std::unique_ptr<SiteVerifier> hand_over();
+  /// In a child process after fork(): the session is the parent's, and off here for good. Its
+  /// writer is left alone, never destroyed: its thread is not in this process, and destroying
+  /// it waited forever on that thread's condition variable. True when it was observing.
+  bool forget_after_fork();
 
  private:
   void apply_environment();
@@ -275,6 +310,13 @@ class Nanny::Impl {
   std::unordered_set<const c10::TensorImpl*> hooked_parameters_;  // those of hooks_, set before any op runs
   std::unordered_map<std::string, at::Tensor> step_gradients_;  // guarded by mutex_
   bool watch_mode_ = false;
+  // Ops of the sites' kinds observed for the verifier with and without a source line (mutex_).
+  int64_t site_ops_with_line_ = 0;
+  int64_t site_ops_without_line_ = 0;
+  /// The thread that began the step: its ops are the step's. Another thread's are not (a data
+  /// loader's workers normalizing the next batches were recorded as the model's forward ops,
+  /// under whatever step was current and with no line of the model).
+  std::atomic<std::thread::id> step_thread_{};
   std::atomic<bool> watch_step_end_queued_{false};  // a backward pass will end watch()'s step
   // Read by gradient hooks, which run on the threads of whatever backward pass is running.
   std::atomic<bool> in_step_{false};
@@ -351,6 +393,15 @@ class OpObserver {
   void detach(Nanny::Impl* session) {
     Nanny::Impl* expected = session;
     if (session_.compare_exchange_strong(expected, nullptr)) set_tracing(false);
+  }
+  /// fork(): the child gets no session of the parent's. The callbacks stay registered (LibTorch's
+  /// registry has its own lock, which another thread of the parent may have held); with no session
+  /// they return at once, and a Nanny made in the child attaches as in any process.
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
+  void forget_sessions_after_fork() {
+    session_.store(nullptr);
+    step_counter_session_.store(nullptr);
   }
   void set_tracing(bool on) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -464,7 +515,69 @@ std::atomic<Nanny::Impl*> g_implicit_session{nullptr};
 /// program never reads it, and the compiler would otherwise drop the store.
 Nanny::Impl* volatile g_implicit_session_kept = nullptr;
 
+/// Every session of this process, for the fork handler. Leaked: sessions closed at exit may
+/// outlive the statics.
+struct LiveSessions {
+  std::mutex mutex;
+  std::vector<Nanny::Impl*> sessions;
+};
+LiveSessions& live_sessions() {
+  static LiveSessions* sessions = new LiveSessions;
+  return *sessions;
+}
+
+/// A training program may fork (a launcher, a data worker, a checkpoint writer) after its Nanny
+/// started. The child inherits the sessions but not their writer threads: it would hang at exit
+/// destroying them, and its records would go nowhere. The child's sessions switch off with one
+/// line on stderr (write(2): the child of a threaded process should call little else).
+void watch_for_fork() {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    pthread_atfork(
+        [] {
+          live_sessions().mutex.lock();
+          OpObserver::instance().lock_for_fork();
+        },
+        [] {
+          OpObserver::instance().unlock_after_fork();
+          live_sessions().mutex.unlock();
+        },
+        [] {
+          OpObserver::instance().forget_sessions_after_fork();
+          OpObserver::instance().unlock_after_fork();
+          g_implicit_session.store(nullptr);
+          bool observing = false;
+          for (Nanny::Impl* session : live_sessions().sessions) observing = session->forget_after_fork() || observing;
+          live_sessions().sessions.clear();
+          live_sessions().mutex.unlock();
+          if (observing) {
+            static const char kWarning[] =
+                "mpnanny: warning: this process was forked from one a Nanny watches; that Nanny is off here (its "
+                "database is the parent's), training continues. A Nanny made in this process watches it.\n";
+            const ssize_t written = write(STDERR_FILENO, kWarning, sizeof kWarning - 1);
+            (void)written;
+          }
+        });
+  });
+}
+
 }  // namespace
+
+Nanny::Impl::~Impl() {
+  close();
+  std::lock_guard<std::mutex> lock(live_sessions().mutex);
+  auto& sessions = live_sessions().sessions;
+  sessions.erase(std::remove(sessions.begin(), sessions.end(), this), sessions.end());
+}
+
+bool Nanny::Impl::forget_after_fork() {
+  const bool was_active = active_.exchange(false);
+  closed_ = true;
+  counting_steps_ = false;
+  hook_target_->impl = nullptr;
+  (void)writer_.release();
+  return was_active;
+}
 
 Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, bool implicit_steps)
     : options_(std::move(options)),
@@ -472,6 +585,11 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, boo
       sampler_(options_.trace_interval, options_.dense_steps),
       loss_scale_monitor_(options_.thresholds),
       implicit_steps_(implicit_steps) {
+  watch_for_fork();
+  {
+    std::lock_guard<std::mutex> lock(live_sessions().mutex);
+    live_sessions().sessions.push_back(this);
+  }
   try {
     apply_environment();
     sampler_ = Sampler(options_.trace_interval, options_.dense_steps);
@@ -491,11 +609,12 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, boo
     generation_ = ++g_session_generation;
 
     RunInfo& run = run_info_;
-    const auto rank = env("RANK");
-    const auto local_rank = env("LOCAL_RANK");
-    run.rank = std::atoi((rank ? *rank : local_rank ? *local_rank : std::string("0")).c_str());
-    run.local_rank = local_rank ? std::atoi(local_rank->c_str()) : 0;
-    if (const auto world = env("WORLD_SIZE")) run.world_size = std::atoi(world->c_str());
+    // A rank that is not one (RANK=abc) is ignored, with a warning: read as 0 it shared rank 0's file.
+    const auto rank = env_integer("RANK", 0, INT32_MAX);
+    const auto local_rank = env_integer("LOCAL_RANK", 0, INT32_MAX);
+    run.rank = static_cast<int>(rank ? *rank : local_rank.value_or(0));
+    run.local_rank = static_cast<int>(local_rank.value_or(0));
+    if (const auto world = env_integer("WORLD_SIZE", 1, INT32_MAX)) run.world_size = static_cast<int>(*world);
     run.precision = to_string(options_.precision);
     run.options_json = options_json();
     run.torch_version = TORCH_VERSION;
@@ -607,32 +726,12 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_step_signal(const at::Recor
 }
 
 void Nanny::Impl::apply_environment() {
-  if (const auto disable = env("MPNANNY_DISABLE")) {
-    if (*disable != "0" && *disable != "false") options_.enabled = false;
-  }
+  if (const auto disable = env_switch("MPNANNY_DISABLE"); disable && *disable) options_.enabled = false;
   if (const auto dir = env("MPNANNY_DIR")) options_.output_dir = *dir;
-  if (const auto verify = env("MPNANNY_VERIFY")) options_.verify = *verify != "0" && *verify != "false";
+  if (const auto verify = env_switch("MPNANNY_VERIFY")) options_.verify = *verify;
   if (const auto sites = env("MPNANNY_SITES")) options_.sites_file = *sites;
-  if (const auto steps = env("MPNANNY_VERIFY_STEPS")) {
-    char* end = nullptr;
-    const long long parsed = std::strtoll(steps->c_str(), &end, 10);
-    if (end && *end == '\0' && parsed >= 0) {
-      options_.verify_steps = parsed;
-    } else {
-      std::cerr << "mpnanny: warning: ignoring MPNANNY_VERIFY_STEPS='" << *steps
-                << "' (expected a non-negative integer)\n";
-    }
-  }
-  if (const auto interval = env("MPNANNY_TRACE_INTERVAL")) {
-    char* end = nullptr;
-    const long long parsed = std::strtoll(interval->c_str(), &end, 10);
-    if (end && *end == '\0' && parsed >= 0) {
-      options_.trace_interval = parsed;
-    } else {
-      std::cerr << "mpnanny: warning: ignoring MPNANNY_TRACE_INTERVAL='" << *interval
-                << "' (expected a non-negative integer)\n";
-    }
-  }
+  if (const auto steps = env_integer("MPNANNY_VERIFY_STEPS", 0)) options_.verify_steps = *steps;
+  if (const auto interval = env_integer("MPNANNY_TRACE_INTERVAL", 0)) options_.trace_interval = *interval;
 }
 
 std::string Nanny::Impl::options_json() const {
@@ -743,6 +842,10 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
     OpObserver::instance().pause_for_backward();
     return nullptr;
   }
+  // watch() and implicit sessions find their steps from the ops themselves, on any thread.
+  if (!watch_mode_ && !implicit_steps_ && std::this_thread::get_id() != step_thread_.load(std::memory_order_relaxed)) {
+    return nullptr;
+  }
   // Ops run with grad mode off are the optimizer's update, the engine's work inside and between
   // nodes, or evaluation code under NoGradGuard: not the model's forward pass.
   if (!c10::GradMode::is_enabled()) return nullptr;
@@ -764,10 +867,15 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
   context->first_sequence_nr = at::sequence_number::peek();
   std::lock_guard<std::mutex> lock(mutex_);
   context->location_id = locator_ ? location_id_for(locator_->locate_caller()) : 0;
-  if (for_sites && verifier_ && context->location_id > 0) {
-    const SourceLocation& location = locations_[context->location_id];
-    if (const auto site = verifier_->match(location.file, location.line, watched_names_[op_index])) {
-      context->site = static_cast<int64_t>(*site);
+  if (for_sites && verifier_) {
+    const SourceLocation* location = context->location_id > 0 ? &locations_[context->location_id] : nullptr;
+    if (location && !location->file.empty() && location->line > 0) {
+      ++site_ops_with_line_;
+      if (const auto site = verifier_->match(location->file, location->line, watched_names_[op_index])) {
+        context->site = static_cast<int64_t>(*site);
+      }
+    } else {
+      ++site_ops_without_line_;
     }
   }
   if (!verify_only_ && fn.needsInputs()) {
@@ -1012,6 +1120,7 @@ void Nanny::Impl::raise(const Finding& finding, Phase phase, const std::string& 
 void Nanny::Impl::begin_step(int64_t step) {
   if (!active_.load() || in_step_) return;
   in_step_ = true;
+  step_thread_ = std::this_thread::get_id();
   step_started_ = std::chrono::steady_clock::now();
   loss_scale_ = read_loss_scale();
   {
@@ -1305,11 +1414,21 @@ void Nanny::Impl::close() {
 
 void Nanny::Impl::report_verdicts() {
   std::unique_ptr<SiteVerifier> verifier;
+  int64_t with_line = 0, without_line = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     verifier = std::move(verifier_);
+    with_line = site_ops_with_line_;
+    without_line = site_ops_without_line_;
   }
   if (!verifier) return;
+  if (with_line == 0 && without_line > 0) {
+    // Without a line no op can be matched to a site, and every site would read "never executed".
+    std::cerr << "mpnanny: warning: site verification needs the program's line information: "
+              << without_line << " op(s) of the flagged kinds ran, none with a source line (build with -g, e.g. "
+                 "CMAKE_BUILD_TYPE=RelWithDebInfo); no verdicts are recorded\n";
+    return;
+  }
   const std::vector<SiteVerdict> verdicts = verifier->verdicts();
   bool stored = true;
   for (const SiteVerdict& verdict : verdicts) {
@@ -1425,8 +1544,8 @@ Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options) {
 
 void start_verification_from_environment() {
   try {
-    const auto verify = env("MPNANNY_VERIFY");
-    if (!verify || *verify == "0" || *verify == "false") return;
+    const auto verify = env_switch("MPNANNY_VERIFY");
+    if (!verify || !*verify) return;
     // Deliberately leaked, like watch()'s nanny: training code may run ops until the very end; the
     // atexit handler reports the verdicts and closes it first.
     auto* session = new Nanny::Impl(nullptr, Options{}, /*implicit_steps=*/true);

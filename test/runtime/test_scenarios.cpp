@@ -6,6 +6,9 @@
 #include <torch/torch.h>
 
 #include <malloc.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cfenv>
 #include <filesystem>
@@ -707,6 +710,117 @@ TEST(Nanny, EnvironmentOverridesDirectoryIntervalAndRankFile) {
   EXPECT_EQ(query_value(nanny.database_path(), "SELECT rank FROM runs"), "2");
   EXPECT_NE(query_value(nanny.database_path(), "SELECT options_json FROM runs").find("\"trace_interval\":3"),
             std::string::npos);
+}
+
+// Values that are not what a variable means are ignored with a warning: read with atoi, RANK=abc
+// wrote into rank 0's file, MPNANNY_DISABLE=no switched monitoring off, and an interval past int64
+// was clamped without a word.
+TEST(Nanny, EnvironmentValuesThatMeanNothingAreIgnoredWithAWarning) {
+  ScratchDir dir;
+  setenv("MPNANNY_DISABLE", "No", 1);
+  setenv("MPNANNY_TRACE_INTERVAL", "99999999999999999999", 1);
+  setenv("RANK", "abc", 1);
+  setenv("WORLD_SIZE", "0", 1);
+  auto net = std::make_shared<Mlp>(4, 4, 4);
+  Options options = traced_every_step(dir);
+  options.trace_interval = 2;
+  testing::internal::CaptureStderr();
+  Nanny nanny(net, options);
+  const std::string warnings = testing::internal::GetCapturedStderr();
+  for (const char* name : {"MPNANNY_DISABLE", "MPNANNY_TRACE_INTERVAL", "RANK", "WORLD_SIZE"}) unsetenv(name);
+  EXPECT_TRUE(nanny.active());
+  EXPECT_EQ(nanny.options().trace_interval, 2);
+  EXPECT_EQ(nanny.database_path(), dir.file("metrics.db"));
+  EXPECT_NE(warnings.find("ignoring MPNANNY_TRACE_INTERVAL='99999999999999999999' (expected an integer from 0 up)"),
+            std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("ignoring RANK='abc'"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("ignoring WORLD_SIZE='0' (expected an integer from 1 to 2147483647)"), std::string::npos)
+      << warnings;
+  EXPECT_EQ(warnings.find("MPNANNY_DISABLE"), std::string::npos) << "'No' is a value it knows: " << warnings;
+
+  setenv("MPNANNY_DISABLE", "maybe", 1);
+  testing::internal::CaptureStderr();
+  Nanny unsure(net, traced_every_step(dir));
+  const std::string unsure_warnings = testing::internal::GetCapturedStderr();
+  setenv("MPNANNY_DISABLE", "ON", 1);
+  Nanny disabled(net, traced_every_step(dir));
+  unsetenv("MPNANNY_DISABLE");
+  EXPECT_NE(unsure_warnings.find("ignoring MPNANNY_DISABLE='maybe'"), std::string::npos) << unsure_warnings;
+  EXPECT_FALSE(disabled.active());
+}
+
+// A data loader's workers run ops on their own threads while the training loop runs a step:
+// normalizing the next batches is not the model's forward pass, and was recorded as it, under
+// whatever step was current and with no line of the model.
+TEST(Scenario, OpsOnAnotherThreadDuringAStepAreNotTheSteps) {
+  ScratchDir dir;
+  auto net = std::make_shared<Mlp>(4, 8, 4);
+  const torch::Tensor x = torch::randn({2, 4});
+  Nanny nanny(net, traced_every_step(dir));
+  train(nanny, *net, 3, [&](int64_t) {
+    std::thread worker([] { (void)torch::exp(torch::full({64}, 20.0)); });  // 4.9e8: fp16 OVERFLOW
+    worker.join();
+    return torch::softmax(net->fc2(net->fc1(x)), 1).pow(2).mean();
+  });
+  nanny.close();
+  EXPECT_TRUE(nanny.alerts().empty()) << listing(nanny.alerts());
+  EXPECT_EQ(query_value(nanny.database_path(), "SELECT count(*) FROM tensor_stats WHERE op = 'aten::exp'"), "0");
+  EXPECT_EQ(query_value(nanny.database_path(), "SELECT count(*) FROM tensor_stats WHERE op = 'aten::softmax' AND phase = 'forward'"), "3");
+}
+
+// A program that forks after its Nanny started: the child neither hangs at exit (destroying the
+// writer waited forever on the parent's writer thread's condition variable) nor loses what it
+// trains to a queue no thread reads; a Nanny it makes watches it, and the parent's run goes on.
+TEST(Nanny, AForkedChildExitsAndItsOwnNannyWatchesIt) {
+  ScratchDir dir;
+  auto net = std::make_shared<Mlp>(4, 8, 4);
+  const torch::Tensor x = torch::randn({2, 4});
+  const auto loss_of = [&](int64_t) { return torch::softmax(net->fc2(net->fc1(x)), 1).pow(2).mean(); };
+  Options options = traced_every_step(dir);
+  options.output_dir = dir.file("parent");
+  Nanny nanny(net, options);
+  train(nanny, *net, 3, loss_of);
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    // Exit codes tell the parent what went wrong.
+    train(nanny, *net, 3, loss_of);  // the inherited Nanny: off, quietly
+    nanny.flush();
+    nanny.close();
+    if (nanny.active()) _exit(3);
+    Options own = traced_every_step(dir);
+    own.output_dir = dir.file("child");
+    Nanny child_nanny(net, own);
+    train(child_nanny, *net, 2, loss_of);
+    child_nanny.close();
+    if (query_value(child_nanny.database_path(), "SELECT count(*) FROM steps") != "2") _exit(4);
+    if (query_value(child_nanny.database_path(), "SELECT count(*) FROM tensor_stats WHERE op = 'aten::softmax' AND phase = 'forward'") != "2") {
+      _exit(5);
+    }
+    std::exit(0);  // static destructors and atexit handlers run, as at the end of main
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int waited_ms = 0; waited_ms < 60000 && done == 0; waited_ms += 50) {
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the child did not exit within 60 s";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  for (int64_t step = 3; step < 5; ++step) {
+    auto guard = nanny.step(step);
+    loss_of(step).backward();
+  }
+  EXPECT_TRUE(nanny.active());
+  nanny.close();
+  EXPECT_EQ(query_value(nanny.database_path(), "SELECT count(*) FROM steps"), "5");
+  EXPECT_EQ(query_value(nanny.database_path(), "SELECT count(*) FROM tensor_stats WHERE op = 'aten::softmax' AND phase = 'forward'"), "5");
 }
 
 TEST(Nanny, UnwritableDirectoryWarnsOnceAndTrainingContinues) {
