@@ -7,6 +7,7 @@
 #include "clang/Tooling/ArgumentsAdjusters.h"
 #include "clang/Tooling/CommonOptionsParser.h" // ArgumentsAdjustingCompilations
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 using namespace clang;
@@ -53,8 +54,8 @@ std::vector<std::string> checkNames(const std::string &Glob) {
   return getCheckNames(Enabled, false);
 }
 
-std::vector<std::string> defaultFlags() {
-  std::vector<std::string> Flags = {"-std=c++17", "-xc++"};
+std::vector<std::string> torchIncludeFlags() {
+  std::vector<std::string> Flags;
   for (const auto &Dir : findTorchIncludeDirs()) {
     // Already a system folder: naming it again with -isystem moves it before the C++
     // library's own headers, and <cstdlib>'s #include_next <stdlib.h> then fails.
@@ -64,6 +65,72 @@ std::vector<std::string> defaultFlags() {
     Flags.push_back(Dir);
   }
   return Flags;
+}
+
+std::vector<std::string> defaultFlags() {
+  std::vector<std::string> Flags = {"-std=c++17", "-xc++"};
+  for (auto &F : torchIncludeFlags())
+    Flags.push_back(std::move(F));
+  return Flags;
+}
+
+/// The include folders a command names (-I, -isystem, -idirafter, -iquote, joined or not).
+static std::vector<std::string> includeDirsNamedIn(const tooling::CommandLineArguments &Args) {
+  static const char *const Options[] = {"-I", "-isystem", "-idirafter", "-iquote",
+                                        "--include-directory="};
+  std::vector<std::string> Dirs;
+  for (size_t I = 0; I < Args.size(); ++I) {
+    llvm::StringRef A = Args[I];
+    for (llvm::StringRef O : Options) {
+      if (!A.startswith(O))
+        continue;
+      if (A.size() > O.size())
+        Dirs.push_back(A.drop_front(O.size()).str());
+      else if (I + 1 < Args.size())
+        Dirs.push_back(Args[I + 1]);
+      break;
+    }
+  }
+  return Dirs;
+}
+
+bool namesTorchIncludeDir(const tooling::CommandLineArguments &Args) {
+  for (const auto &Dir : includeDirsNamedIn(Args)) {
+    // <torch/torch.h> itself, or the prefix's include/ that holds the API folder below it.
+    if (llvm::sys::fs::exists(Dir + "/torch/torch.h") ||
+        llvm::sys::fs::exists(Dir + "/torch/csrc/api/include/torch/torch.h"))
+      return true;
+  }
+  return false;
+}
+
+std::unique_ptr<tooling::CompilationDatabase>
+withTorchHeaders(std::unique_ptr<tooling::CompilationDatabase> Base) {
+  auto Adjusted = std::make_unique<tooling::ArgumentsAdjustingCompilations>(std::move(Base));
+  // Found once: every file of the scan gets the same folders.
+  std::vector<std::string> Torch = torchIncludeFlags();
+  Adjusted->appendArgumentsAdjuster(
+      [Torch](const tooling::CommandLineArguments &Args, llvm::StringRef) {
+        if (Torch.empty() || namesTorchIncludeDir(Args))
+          return Args;
+        // After the user's flags: a folder they name is searched first.
+        tooling::CommandLineArguments Result = Args;
+        Result.insert(Result.end(), Torch.begin(), Torch.end());
+        return Result;
+      });
+  return Adjusted;
+}
+
+std::string flagsHint() {
+  std::string Hint = FlagsHint;
+  std::vector<std::string> Torch = findTorchIncludeDirs();
+  if (Torch.empty())
+    return Hint + ". LibTorch's headers were not found: set TORCH_DIR to the LibTorch prefix, "
+                  "or pass -isystem <libtorch>/include -isystem "
+                  "<libtorch>/include/torch/csrc/api/include";
+  return Hint + ". LibTorch's headers (" + Torch.front() +
+         ") are added to flags given after -- unless those name a folder holding "
+         "torch/torch.h; TORCH_DIR chooses another LibTorch";
 }
 
 std::unique_ptr<tooling::CompilationDatabase>

@@ -13,6 +13,7 @@
 #include "Output.h"
 #include "Scan.h"
 #include "clang-tidy/ClangTidy.h"
+#include "clang/Tooling/ArgumentsAdjusters.h"
 #include "clang/Tooling/CompilationDatabase.h"
 #include "llvm/Support/VirtualFileSystem.h"
 #include <map>
@@ -40,6 +41,15 @@ std::vector<std::string> checkNames(const std::string &Glob = "-*,mpnanny-*");
 /// Flags for a file that no compilation database describes: C++17 and LibTorch's
 /// headers as system headers, so nothing is reported from them.
 std::vector<std::string> defaultFlags();
+/// `-isystem DIR` for each of LibTorch's include folders found (findTorchIncludeDirs()).
+std::vector<std::string> torchIncludeFlags();
+/// True when a command's include flags already name a folder holding <torch/torch.h>
+/// (LibTorch's own, or a stand-in for it).
+bool namesTorchIncludeDir(const clang::tooling::CommandLineArguments &Args);
+/// Base's commands with LibTorch's include folders appended, unless a command names
+/// its own: flags given by hand after `--` then find LibTorch as a scan without them does.
+std::unique_ptr<clang::tooling::CompilationDatabase>
+withTorchHeaders(std::unique_ptr<clang::tooling::CompilationDatabase> Base);
 
 /// Base's commands with the resource directory of the Clang we were built with and
 /// ExtraArgs appended.
@@ -57,9 +67,13 @@ inline const char *const FlagsHint =
     "Pass the build's flags with -p build (compile_commands.json) or after -- (-- -std=c++17 "
     "-I...)";
 
+/// FlagsHint, and what mpnanny-check does about LibTorch's headers: which ones it adds
+/// to flags given by hand, or that it found none and how to point it at them.
+std::string flagsHint();
+
 /// One line per file that did not compile: the count, the first error and Hint.
 std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
-                                       const std::string &Hint = FlagsHint);
+                                       const std::string &Hint = flagsHint());
 
 struct ScanRequest {
   std::vector<std::string> Files; ///< absolute paths

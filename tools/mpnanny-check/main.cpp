@@ -230,7 +230,7 @@ int main(int argc, const char **argv) {
           "mpnanny-check: finds fp16/bf16 hazards in LibTorch C++ code before training.\n\n"
           "  mpnanny-check -p build                scan every file of the project\n"
           "  mpnanny-check -p build model.cpp      use the build's compile_commands.json\n"
-          "  mpnanny-check model.cpp -- -I...      give the flags by hand\n"
+          "  mpnanny-check model.cpp -- -I...      give the flags by hand (LibTorch's are added)\n"
           "  mpnanny-check model.cpp               find LibTorch's headers by itself\n",
           &errs()))
     return 2;
@@ -326,7 +326,9 @@ int main(int argc, const char **argv) {
   std::vector<std::vector<tooling::CompileCommand>> Commands;
   {
     std::unique_ptr<tooling::CompilationDatabase> Given =
-        Fixed ? adjusted(std::move(Fixed)) : Project ? adjusted(std::move(Project)) : nullptr;
+        Fixed     ? adjusted(mpnanny::check::withTorchHeaders(std::move(Fixed)))
+        : Project ? adjusted(std::move(Project))
+                  : nullptr;
     for (const auto &F : Files)
       Commands.push_back(Given ? Given->getCompileCommands(F)
                                : mpnanny::check::discoveredCommands(F, extraArgs()));
