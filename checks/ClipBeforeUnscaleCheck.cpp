@@ -17,6 +17,62 @@ void ClipBeforeUnscaleCheck::registerCheckMatchers(MatchFinder *Finder) {
       this);
 }
 
+/// A number the code shows for E: a literal or constant expression, or a local
+/// `const float scale = 1024.f;` followed to its initializer.
+static std::optional<double> visibleNumber(const Expr *E, ASTContext &Ctx) {
+  if (auto V = evaluateNumber(E, Ctx))
+    return V;
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(ignoreConversions(E));
+  const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+  if (Var && Var->getType().isConstQualified() && Var->getInit() &&
+      !Var->getType()->isReferenceType())
+    return evaluateNumber(Var->getInit(), Ctx);
+  return std::nullopt;
+}
+
+/// The static loss scale the backward's loss is multiplied by, when the code shows it as
+/// a number: `(loss * 1024).backward()`, `loss.mul(scale)` with `const float scale = 1024`,
+/// through locals initialized from such a product. std::nullopt for a scaler's scale.
+static std::optional<double> visibleLossScale(const Expr *Loss, ASTContext &Ctx, int Depth = 0) {
+  if (!Loss || Depth > 8)
+    return std::nullopt;
+  Loss = ignoreConversions(Loss);
+  auto Factor = [&](const Expr *X) -> std::optional<double> {
+    if (isTensorType(ignoreConversions(X)->getType()))
+      return std::nullopt;
+    auto V = visibleNumber(X, Ctx);
+    return V && *V > 1 ? V : std::nullopt;
+  };
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Loss)) {
+    if (Op->getNumArgs() != 2 ||
+        (Op->getOperator() != OO_Star && Op->getOperator() != OO_Slash))
+      return std::nullopt;
+    if (Op->getOperator() == OO_Star)
+      for (unsigned I = 0; I < 2; ++I)
+        if (auto V = Factor(Op->getArg(I)))
+          return V;
+    for (unsigned I = 0; I < (Op->getOperator() == OO_Star ? 2u : 1u); ++I)
+      if (isTensorType(Op->getArg(I)->getType()))
+        if (auto V = visibleLossScale(Op->getArg(I), Ctx, Depth + 1))
+          return V;
+    return std::nullopt;
+  }
+  if (const auto *Call = dyn_cast<CallExpr>(Loss)) {
+    auto TC = classifyTorchCall(*Call);
+    if (!TC || TC->Kind != Spelling::Method || !TC->Self)
+      return std::nullopt;
+    if ((TC->Name == "mul" || TC->Name == "mul_") && !TC->Args.empty())
+      if (auto V = Factor(TC->Args[0]))
+        return V;
+    return visibleLossScale(TC->Self, Ctx, Depth + 1);
+  }
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(Loss))
+    if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+        Var && Var->isLocalVarDecl() && Var->getInit())
+      return visibleLossScale(Var->getInit(), Ctx, Depth + 1);
+  return std::nullopt;
+}
+
 void ClipBeforeUnscaleCheck::check(const MatchFinder::MatchResult &Result) {
   const auto *Clip = Result.Nodes.getNodeAs<CallExpr>("clip");
   ASTContext &Ctx = *Result.Context;
@@ -70,11 +126,15 @@ void ClipBeforeUnscaleCheck::check(const MatchFinder::MatchResult &Result) {
   PrecisionReason Why = Context.at(*Backward);
   if (Why.Value == kb::Precision::FP32)
     Why = Context.at(*Clip);
+  // The scale the code shows (a static scale of 1024), else GradScaler's default.
+  std::optional<double> Scale = visibleLossScale(*BackwardLoss, Ctx);
+  std::string ScaleText =
+      Scale ? formatNumber(*Scale) + " here" : std::string("65536 by default");
   Subject About{Clip, nullptr, "precision-loss", "warning", kb::toString(Why.Value)};
   report(Ctx, About, Clip->getExprLoc(),
-         Spelled + " clips gradients that are still multiplied by the loss scale (65536 by "
-                   "default): the threshold is compared with scaled values, so the clip "
-                   "shrinks every step or never applies",
+         Spelled + " clips gradients that are still multiplied by the loss scale (" + ScaleText +
+             "): the threshold is compared with scaled values, so the clip "
+             "shrinks every step or never applies",
          "unscale first: scaler.unscale_(optimizer) (or divide the gradients by the scale) "
          "before " + Spelled + ", then scaler.step(optimizer)",
          Why);

@@ -28,7 +28,7 @@ void clip_scaled(Net net, torch::optim::Adam &opt, mpnanny::GradScaler &scaler, 
   at::autocast::clear_cache();
   scaler.scale(loss).backward();
   torch::nn::utils::clip_grad_norm_(net->parameters(), 1.0);
-// CHECK: :[[@LINE-1]]:3: warning: torch::nn::utils::clip_grad_norm_ clips gradients that are still multiplied by the loss scale{{.*}} [mpnanny-clip-before-unscale]
+// CHECK: :[[@LINE-1]]:3: warning: torch::nn::utils::clip_grad_norm_ clips gradients that are still multiplied by the loss scale (65536 by default): {{.*}} [mpnanny-clip-before-unscale]
 // CHECK: :[[@LINE-2]]:3: note: unscale first: scaler.unscale_(optimizer)
   scaler.step(opt);
   scaler.update();
@@ -41,9 +41,30 @@ void clip_hand_scaled(Net net, torch::optim::SGD &opt, torch::Tensor x, torch::T
   auto loss = torch::mse_loss(net(x), y);
   (loss * loss_scale).backward();
   torch::nn::utils::clip_grad_value_(net->parameters(), 5.0);
-// CHECK: :[[@LINE-1]]:3: warning: torch::nn::utils::clip_grad_value_ clips gradients that are still multiplied by the loss scale{{.*}} [mpnanny-clip-before-unscale]
+// CHECK: :[[@LINE-1]]:3: warning: torch::nn::utils::clip_grad_value_ clips gradients that are still multiplied by the loss scale (1024 here): {{.*}} [mpnanny-clip-before-unscale]
   for (auto &p : net->parameters())
     p.grad().div_(loss_scale);
+  opt.step();
+}
+
+// A static scale the code does not show as a number: the message quotes the default.
+void clip_param_scaled(Net net, torch::optim::SGD &opt, torch::Tensor x, torch::Tensor y,
+                       double loss_scale) {
+  net->to(torch::kHalf);
+  auto scaled = torch::mse_loss(net(x), y).mul(loss_scale);
+  scaled.backward();
+  torch::nn::utils::clip_grad_norm_(net->parameters(), 1.0);
+// CHECK: :[[@LINE-1]]:3: warning: torch::nn::utils::clip_grad_norm_ clips gradients that are still multiplied by the loss scale (65536 by default): {{.*}} [mpnanny-clip-before-unscale]
+  opt.step();
+}
+
+// The literal scale, through a local product.
+void clip_literal_scaled(Net net, torch::optim::SGD &opt, torch::Tensor x, torch::Tensor y) {
+  net->to(torch::kHalf);
+  auto scaled = torch::mse_loss(net(x), y) * 128.0;
+  scaled.backward();
+  torch::nn::utils::clip_grad_norm_(net->parameters(), 1.0);
+// CHECK: :[[@LINE-1]]:3: warning: torch::nn::utils::clip_grad_norm_ clips gradients that are still multiplied by the loss scale (128 here): {{.*}} [mpnanny-clip-before-unscale]
   opt.step();
 }
 
