@@ -106,9 +106,10 @@ bool containsMax(const Stmt *S, const RangeAnalysis &Ranges, int Depth = 0) {
   return Found;
 }
 
-/// `x - x.amax(dim, true)`, `x - std::get<0>(x.max(dim, true))`, `x - m` with a local
-/// `m` holding such a maximum: the shift that makes exp safe.
+} // namespace
+
 bool isShiftedByMax(const Expr *X, const RangeAnalysis &Ranges) {
+  X = resolve(X, Ranges);
   const auto *Minus = dyn_cast_or_null<CXXOperatorCallExpr>(X);
   const Expr *Shift = nullptr;
   if (Minus && Minus->getOperator() == OO_Minus && Minus->getNumArgs() == 2)
@@ -120,6 +121,8 @@ bool isShiftedByMax(const Expr *X, const RangeAnalysis &Ranges) {
       Shift = Call->getArg(0);
   return Shift && containsMax(Shift, Ranges);
 }
+
+namespace {
 
 std::string textOf(const Expr *E, const ASTContext &Ctx) {
   if (!E || E->getBeginLoc().isMacroID() || E->getEndLoc().isMacroID())

@@ -4,6 +4,7 @@
 #include "HalfData.h"
 #include "TorchCalls.h"
 #include <algorithm>
+#include <cmath>
 
 using namespace clang::ast_matchers;
 
@@ -12,6 +13,19 @@ namespace clang::tidy::mpnanny {
 void RiskyOpCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (knowledgeBase())
     Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
+}
+
+void RiskyOpCheck::onStartOfTranslationUnit() {
+  MpnannyCheck::onStartOfTranslationUnit();
+  Ranges.reset();
+}
+
+/// True for a transfer function that maps each element on its own (pow, square, exp,
+/// abs...): the op's overflow is then that of its result, which the range analysis
+/// bounds. A reduction (sum, mean) or an op with no transfer (cosine_similarity, whose
+/// output is bounded while its norms overflow inside) says nothing about the inside.
+static bool isElementwiseTransfer(const std::string &Transfer) {
+  return !Transfer.empty() && Transfer != "sum" && Transfer != "mean";
 }
 
 void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
@@ -50,6 +64,16 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
   }
   if (!Hit)
     return;
+  // (1 - sigmoid(h)).pow(2), tanh(h).pow(2), h.clamp(-10, 10).pow(2): the range analysis
+  // proves the result finite in the format (it widens a result past the format's largest
+  // value to inf), so the overflow the rule warns of cannot happen here.
+  if (Hit->Kind == kb::RiskKind::Overflow && isElementwiseTransfer(Op->Transfer)) {
+    if (!Ranges)
+      Ranges = std::make_unique<RangeAnalysis>(*Result.Context, *knowledgeBase(), Context);
+    Interval Value = Ranges->rangeOf(Call);
+    if (std::isfinite(Value.Lo) && std::isfinite(Value.Hi))
+      return;
+  }
   std::string PrecisionName = Format ? kb::toString(*Format) : kb::toString(Why.Value);
   std::string Spelled = TC->spelled();
   Subject About{Call, Op, kb::toString(Hit->Kind), kb::toString(Hit->Level), PrecisionName};

@@ -3,6 +3,7 @@
 #define MPNANNY_CHECKS_RISKYOPCHECK_H
 
 #include "MpnannyCheck.h"
+#include "RangeAnalysis.h"
 
 namespace clang::tidy::mpnanny {
 
@@ -15,6 +16,11 @@ public:
   using MpnannyCheck::MpnannyCheck;
   void registerCheckMatchers(ast_matchers::MatchFinder *Finder) override;
   void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+  void onStartOfTranslationUnit() override;
+
+private:
+  /// Built on the first call of each translation unit.
+  std::unique_ptr<RangeAnalysis> Ranges;
 };
 
 } // namespace clang::tidy::mpnanny

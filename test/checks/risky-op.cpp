@@ -17,7 +17,7 @@ struct HalfNetImpl : torch::nn::Module {
     auto a = torch::pow(x.to(torch::kFloat), 2);
     auto up = x.to(torch::kFloat32);
     auto c = up.square();
-    // exp is mpnanny-unsafe-math's: reported only where the range analysis shows overflow.
+    // exp is mpnanny-unsafe-math's (its rule says so): one finding per call.
     auto unknown = x.exp();
     // Owned by other checks (one finding per call): softmax by mpnanny-softmax-dtype, the
     // square of a hand-written statistic by mpnanny-norm-in-half, sum by mpnanny-unscaled-sum.
@@ -60,4 +60,20 @@ torch::Tensor autocast_step(torch::Tensor logits, torch::Tensor target) {
 // Plain fp32 code: never reported.
 torch::Tensor fp32_only(torch::Tensor x) {
   return torch::softmax(x, -1) + torch::log(x) + x.exp() + x.pow(2);
+}
+
+// pow of a value the range analysis bounds cannot overflow: (1 - sigmoid)^2 and tanh^2
+// stay within [0, 1], a clamp to [-10, 10] squared within 100. Unbounded or past 255.9
+// it still can.
+torch::Tensor bounded_squares(torch::Tensor logits) {
+  auto h = logits.to(torch::kHalf);
+  auto p = torch::sigmoid(h);
+  auto focal = (1 - p).pow(2) + torch::tanh(h).pow(2) + h.clamp(-10, 10).pow(2);
+  auto wide = h.clamp(-300, 300).pow(2);
+// CHECK: :[[@LINE-1]]:34: warning: Tensor::pow in fp16 {{.*}} [mpnanny-risky-op]
+  auto relu_sq = torch::relu(h).pow(2);
+// CHECK: :[[@LINE-1]]:33: warning: Tensor::pow in fp16 {{.*}} [mpnanny-risky-op]
+  auto inv = torch::sigmoid(h).pow(-1);
+// CHECK: :[[@LINE-1]]:32: warning: Tensor::pow in fp16 {{.*}} [mpnanny-risky-op]
+  return focal + wide + relu_sq + inv;
 }

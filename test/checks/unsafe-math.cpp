@@ -7,8 +7,8 @@
 // fp16 data: the range analysis decides.
 torch::Tensor half_math(torch::Tensor x) {
   auto h = x.to(torch::kHalf);
-  // Unknown stays unknown: nothing to report.
-  auto a = torch::log(h) + h.sqrt() + h.rsqrt() + h.reciprocal() + h.exp() + x / h;
+  // Unknown stays unknown for the domain checks: nothing to report (exp: see below).
+  auto a = torch::log(h) + h.sqrt() + h.rsqrt() + h.reciprocal() + x / h;
   // A probability guarded by an eps fp16 can hold.
   auto b = torch::log(torch::sigmoid(h) + 1e-3);
   auto p = torch::softmax(h, -1);
@@ -75,4 +75,32 @@ torch::Tensor autocast_math(torch::Tensor x) {
 torch::Tensor fp32_math(torch::Tensor x) {
   auto p = torch::softmax(x, -1);
   return torch::log(p) + x.clamp(-20, 20).exp() + torch::sqrt(torch::relu(x)) + x / x.abs();
+}
+
+// exp in pure fp16 of a value the range analysis shows unbounded above (a ReLU output, an
+// abs, another exp): inf once it passes 11.09. Of an unknown value (a VAE's log-variance, a
+// parameter) it is not reported; shifted by its maximum, or clamped, it is safe.
+torch::Tensor half_exp_unbounded(torch::Tensor mu, torch::Tensor log_var) {
+  auto lv = log_var.to(torch::kHalf);
+  auto r = torch::exp(torch::relu(lv));
+// CHECK: :[[@LINE-1]]:12: warning: torch::exp in fp16 overflows to inf once its argument passes 11.09 = ln(65504), fp16's largest finite value, and nothing bounds the argument: it lies in [0, inf) (torch::relu gives [0, inf)) [mpnanny-unsafe-math]
+  auto a = lv.abs().exp_();
+// CHECK: :[[@LINE-1]]:21: warning: Tensor::exp_ in fp16 overflows to inf once its argument passes 11.09{{.*}}: it lies in [0, inf) (Tensor::abs gives [0, inf)) [mpnanny-unsafe-math]
+  auto unknown = lv.div(2).exp() + (1 + lv - lv.exp());
+  auto shifted = (lv - lv.amax(-1, true)).exp();
+  auto m = lv.amax(-1, true);
+  auto shifted_by_local = (lv - m).exp();
+  auto clamped = lv.clamp(-10, 10).exp();
+  return mu + r + a + unknown + shifted + shifted_by_local + clamped;
+}
+
+// bf16 and fp32 hold exp up to 88.72: an unbounded argument is no finding there. Under
+// autocast exp runs in fp32; exp_ keeps its input's type, fp32 for a parameter.
+torch::Tensor exp_unbounded_elsewhere(torch::Tensor x, torch::Tensor y) {
+  auto b = x.to(torch::kBFloat16).exp();
+  at::autocast::set_enabled(true);
+  auto a = x.exp() + torch::exp(torch::relu(x));
+  y.exp_();
+  at::autocast::set_enabled(false);
+  return a + b + y + x.exp();
 }
