@@ -498,6 +498,8 @@ static std::optional<Format> knownFormatImpl(const Expr *E, int Depth) {
     return Format::FP32;
   if (auto D = explicitDtype(*TC))
     return D;
+  if (isDefaultDtypeFactory(*TC))
+    return Format::FP32;
   if (TC->Self)
     return knownFormatImpl(TC->Self, Depth + 1);
   return std::nullopt;
@@ -513,6 +515,10 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
   kb::AutocastPolicy Policy = Op ? Op->Autocast : kb::AutocastPolicy::None;
   std::optional<Format> Explicit = explicitDtype(Call);
   std::optional<Format> Input = Call.Self ? knownFormat(Call.Self) : std::nullopt;
+  // torch::full(size, v) makes an fp32 tensor in any context: autocast does not cover
+  // factories, and a half model's code still gets the default dtype unless it asks.
+  if (Context != Precision::FP32 && isDefaultDtypeFactory(Call))
+    return Format::FP32;
   switch (Context) {
   case Precision::FP32:
     return Format::FP32;

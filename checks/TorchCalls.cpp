@@ -4,6 +4,7 @@
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include <algorithm>
@@ -287,6 +288,33 @@ std::optional<kb::Format> explicitDtype(const TorchCall &Call) {
     if (auto F = dtypeNamedIn(Arg))
       return F;
   return std::nullopt;
+}
+
+bool isDefaultDtypeFactory(const TorchCall &Call) {
+  // Factories whose floating result takes the default dtype. The *_like and new_*
+  // forms copy another tensor's dtype and are not here.
+  static const llvm::StringRef Factories[] = {"full",  "zeros", "ones",     "empty",
+                                              "rand",  "randn", "linspace", "logspace",
+                                              "eye",   "empty_strided"};
+  if (Call.Kind != Spelling::Function || Call.Self ||
+      !llvm::is_contained(Factories, llvm::StringRef(Call.Name)))
+    return false;
+  // Any options or dtype written at the call may name half (x.options(), torch::kHalf,
+  // a variable): only a call that passes none is known to be fp32. Args holds the
+  // written arguments; defaulted ones are left out.
+  for (const Expr *Arg : Call.Args) {
+    const Expr *Written = Arg->IgnoreImplicit();
+    if (const auto *Construct = dyn_cast<CXXConstructExpr>(Written);
+        Construct && Construct->getNumArgs() == 1)
+      Written = Construct->getArg(0)->IgnoreImplicit();
+    std::string Type = Written->getType().getCanonicalType().getAsString();
+    std::string Param = Arg->getType().getCanonicalType().getAsString();
+    for (const std::string &T : {Type, Param})
+      if (T.find("TensorOptions") != std::string::npos ||
+          T.find("ScalarType") != std::string::npos || T.find("TypeMeta") != std::string::npos)
+        return false;
+  }
+  return true;
 }
 
 std::optional<double> evaluateNumber(const Expr *E, const ASTContext &Ctx) {

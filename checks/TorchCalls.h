@@ -55,6 +55,11 @@ std::optional<kb::Format> lowestDtypeIn(const Stmt *E);
 /// The dtype the call requests explicitly through one of its arguments.
 std::optional<kb::Format> explicitDtype(const TorchCall &Call);
 
+/// True for a factory (torch::full, zeros, ones, empty, randn, ...) called without
+/// TensorOptions or a dtype: its tensor has LibTorch's default dtype, fp32, whatever
+/// precision the code around it computes in.
+bool isDefaultDtypeFactory(const TorchCall &Call);
+
 /// The value of a numeric literal argument, seeing through Scalar conversions,
 /// unary minus and constant expressions.
 std::optional<double> evaluateNumber(const Expr *E, const ASTContext &Ctx);

@@ -39,10 +39,16 @@ torch::Tensor autocast_attention(torch::Tensor q, torch::Tensor k, torch::Tensor
   return masked + upcast;
 }
 
+// The fused norms take eps as a double and add it in float (acc_type) for half input:
+// BERT's 1e-12 is not 0 there. A hand-written norm adds it in half, where it is 0.
 struct HalfModelImpl : torch::nn::Module {
   torch::nn::LayerNorm norm{torch::nn::LayerNormOptions({8}).eps(1e-12)};
-// CHECK: :[[@LINE-1]]:66: warning: LayerNormOptions::eps(1e-12) is 0 in fp16{{.*}} [mpnanny-fp16-constant-range]
-  torch::Tensor forward(torch::Tensor x) { return norm(x); }
+  torch::Tensor forward(torch::Tensor x) {
+    auto fused = torch::layer_norm(norm(x), {8}, {}, {}, 1e-12);
+    auto by_hand = x / (x.pow(2).mean(-1, true) + 1e-12).sqrt();
+// CHECK: :[[@LINE-1]]:51: warning: adding 1e-12 to a fp16 tensor is no protection{{.*}} [mpnanny-fp16-constant-range]
+    return fused + by_hand;
+  }
 };
 TORCH_MODULE(HalfModel);
 
@@ -59,4 +65,20 @@ void train_fp32_model(torch::Tensor x, torch::Tensor mask) {
   torch::nn::Linear model(4, 4);
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3).eps(1e-8));
   auto y = x.masked_fill(mask, -1e9) + 1e-8;
+}
+
+// A factory without options or dtype makes an fp32 tensor (LibTorch's default dtype)
+// even in a half model's code: -1e9 fits. With options or a half dtype it may not.
+torch::Tensor half_model_masks(torch::Tensor scores, torch::Tensor mask, int64_t T) {
+  auto h = scores.to(torch::kHalf);
+  auto causal = torch::full({T, T}, -1e9);
+  auto zeroed = torch::zeros({T, T}).masked_fill(mask, -1e9);
+  auto as_float = torch::full({T, T}, -1e9, torch::kFloat);
+  auto like_h = torch::full({T, T}, -1e9, h.options());
+// CHECK: :[[@LINE-1]]:37: warning: torch::full fill value -1e9 cannot be represented in fp16{{.*}} [mpnanny-fp16-constant-range]
+  auto as_half = torch::full({T, T}, -1e9, torch::kHalf);
+// CHECK: :[[@LINE-1]]:38: warning: torch::full fill value -1e9 cannot be represented in fp16{{.*}} [mpnanny-fp16-constant-range]
+  auto unknown = scores.masked_fill(mask, -1e9);
+// CHECK: :[[@LINE-1]]:43: warning: Tensor::masked_fill fill value -1e9 cannot be represented in fp16{{.*}} [mpnanny-fp16-constant-range]
+  return causal + zeroed + as_float + like_h + as_half + unknown;
 }

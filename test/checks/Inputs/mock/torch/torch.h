@@ -97,6 +97,7 @@ public:
   Tensor &operator=(const Tensor &) = default;
   template <typename T> T item() const { return T(); }
   Tensor to(TensorOptions options = {}, bool non_blocking = false, bool copy = false) const;
+  TensorOptions options() const;
   Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
   Tensor to(ScalarType dtype, bool non_blocking = false, bool copy = false) const;
   Tensor to(const Tensor &other, bool non_blocking = false, bool copy = false) const;
