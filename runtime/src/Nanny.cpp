@@ -878,7 +878,9 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
       ++site_ops_without_line_;
     }
   }
-  if (!verify_only_ && fn.needsInputs()) {
+  // The verifier judges some sites by the op's argument (log of a value fp16 flushes to 0).
+  const bool site_reads_argument = context->site >= 0 && SiteVerifier::judges_argument(watched_names_[op_index]);
+  if ((!verify_only_ || site_reads_argument) && fn.needsInputs()) {
     for (const c10::IValue& input : fn.inputs()) {
       if (input.isTensor() && is_observable_tensor(input.toTensor())) context->inputs.push_back(input.toTensor());
     }
@@ -1001,8 +1003,16 @@ void Nanny::Impl::observe_output(const at::Tensor& output, const ObservedOp& op)
   const TensorStats stats = compute_tensor_stats(output);
   if (stats.numel == 0) return;
   if (op.site >= 0) {
+    const std::string& name = watched_names_[op.op_index];
+    std::optional<TensorStats> argument;
+    if (op.phase == Phase::Forward && !op.inputs.empty() && SiteVerifier::judges_argument(name)) {
+      argument = compute_tensor_stats(op.inputs.front());
+    }
     std::lock_guard<std::mutex> lock(mutex_);
-    if (verifier_) verifier_->observe(static_cast<size_t>(op.site), step_, stats);
+    if (verifier_) {
+      verifier_->observe(static_cast<size_t>(op.site), step_, stats);
+      if (argument) verifier_->observe_argument(static_cast<size_t>(op.site), step_, *argument);
+    }
   }
   if (verify_only_) return;
   const std::string& op_name = watched_names_[op.op_index];

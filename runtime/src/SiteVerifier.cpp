@@ -63,8 +63,12 @@ const char* to_string(Verdict verdict) {
   return "?";
 }
 
-SitesFile load_sites(const std::string& path, bool check_sources) {
+SitesFile load_sites(const std::string& given_path, bool check_sources) {
   SitesFile result;
+  // Named absolute in the warnings: the default is relative to wherever training was started.
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(given_path, error);
+  const std::string path = error ? given_path : absolute.lexically_normal().string();
   std::ifstream in(path);
   if (!in) {
     result.warning = "mpnanny: cannot read the sites file " + path + "; site verification is off";
@@ -236,6 +240,48 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
       (e.smallest_step < 0 || stats.min_abs_nonzero < e.smallest_nonzero)) {
     e.smallest_nonzero = stats.min_abs_nonzero;
     e.smallest_step = step;
+  }
+}
+
+bool SiteVerifier::judges_argument(const std::string& op) {
+  static const char* const kArgumentOps[] = {"aten::log",  "aten::log_",  "aten::log2", "aten::log2_",
+                                             "aten::log10", "aten::log10_", "aten::reciprocal", "aten::rsqrt"};
+  return std::find(std::begin(kArgumentOps), std::end(kArgumentOps), op) != std::end(kArgumentOps);
+}
+
+void SiteVerifier::observe_argument(size_t index, int64_t step, const TensorStats& argument) {
+  if (index >= sites_.size()) return;
+  for (const size_t mate : line_mates_[index]) {
+    const Site& site = sites_[mate];
+    if (site.risk != "underflow") continue;
+    Evidence& e = evidence_[mate];
+    const FormatLimits& limits = limits_for(site);
+    const bool fp16 = &limits == &kFp16Limits;
+    const int64_t flushed = fp16 ? argument.fp16_flush : argument.bf16_flush;
+    const int64_t subnormal = fp16 ? argument.fp16_subnormal : argument.bf16_subnormal;
+    const std::string format = fp16 ? "fp16" : "bf16";
+    const auto record = [&](std::optional<SiteVerdict>& slot, Verdict verdict, const std::string& evidence) {
+      if (slot) return;
+      SiteVerdict v;
+      v.site = &site;
+      v.verdict = verdict;
+      v.step = step;
+      v.value = argument.min_abs_nonzero;
+      v.evidence = evidence + " at step " + std::to_string(step);
+      slot = v;
+    };
+    if (flushed > 0) {
+      record(e.confirmed, Verdict::Confirmed,
+             std::to_string(flushed) + " values of its argument flush to 0 in " + format + " (min |x| = " +
+                 number(argument.min_abs_nonzero) + ")");
+    } else if (subnormal > 0) {
+      record(e.at_risk, Verdict::AtRisk, std::to_string(subnormal) + " values of its argument subnormal in " + format);
+    }
+    if (argument.min_abs_nonzero > 0 && std::isfinite(argument.min_abs_nonzero) &&
+        (e.smallest_step < 0 || argument.min_abs_nonzero < e.smallest_nonzero)) {
+      e.smallest_nonzero = argument.min_abs_nonzero;
+      e.smallest_step = step;
+    }
   }
 }
 

@@ -74,6 +74,13 @@ class SiteVerifier {
   /// share their evidence rather than one site getting the other's.
   void observe(size_t site, int64_t step, const TensorStats& stats);
 
+  /// Ops whose underflow is their argument's: log of a value fp16 flushes to 0 is -inf, while
+  /// the log's own output (-23 for 1e-10) is unremarkable. Their sites are judged on both.
+  static bool judges_argument(const std::string& op);
+  /// The first input of a site's op on `step` (for ops judges_argument names): confirms an
+  /// underflow risk when values of it flush to 0 in the site's format.
+  void observe_argument(size_t site, int64_t step, const TensorStats& argument);
+
   /// The ATen ops some site names: what the op observer must watch for the verifier.
   std::vector<std::string> watched_ops() const;
   /// True when a site names no op (every op at its line counts) or names `op`.

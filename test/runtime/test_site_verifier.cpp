@@ -1,6 +1,7 @@
 // Site verification's sites file and verdict rules, without training.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -82,6 +83,29 @@ TEST(SiteVerifier, AnUnderflowSiteNotObservedStatesItsSmallestValue) {
   EXPECT_EQ(verdict.evidence, "executed 1 times, smallest non-zero |x| = 0.5 (normal from 6.10352e-05) at step 4");
 }
 
+// log(softmax(x)): the log's output (-23 for 1e-10) is unremarkable; its argument, a probability
+// fp16 flushes to 0, is the hazard. The site read NOT_OBSERVED on a run whose softmax flushed 6.
+TEST(SiteVerifier, ALogSiteIsJudgedOnItsArgumentToo) {
+  EXPECT_TRUE(SiteVerifier::judges_argument("aten::log"));
+  EXPECT_FALSE(SiteVerifier::judges_argument("aten::exp"));
+  SiteVerifier verifier({site("/src/model.cpp", 11, "underflow", {"aten::log"}),
+                         site("/src/model.cpp", 12, "underflow", {"aten::log"}),
+                         site("/src/model.cpp", 11, "overflow", {"aten::log"})},
+                        Precision::FP16);
+  TensorStats log_output = stats_with(23.0);
+  TensorStats tiny_probabilities = stats_with(1.0, 0, 0, 6);
+  tiny_probabilities.min_abs_nonzero = 7.3e-11;
+  verifier.observe(0, 3, log_output);
+  verifier.observe_argument(0, 3, tiny_probabilities);
+  verifier.observe(1, 3, log_output);
+  verifier.observe_argument(1, 3, stats_with(1.0));
+  const auto verdicts = verifier.verdicts();
+  EXPECT_EQ(verdicts[0].verdict, Verdict::Confirmed);
+  EXPECT_EQ(verdicts[0].evidence, "6 values of its argument flush to 0 in fp16 (min |x| = 7.3e-11) at step 3");
+  EXPECT_EQ(verdicts[1].verdict, Verdict::NotObserved);
+  EXPECT_EQ(verdicts[2].verdict, Verdict::NotObserved) << "an overflow risk is not judged on the argument";
+}
+
 TEST(SiteVerifier, VerdictsFromObservations) {
   SiteVerifier verifier({site("/src/model.cpp", 10, "overflow", {"aten::exp"}),
                          site("/src/model.cpp", 20, "overflow", {"aten::exp"}),
@@ -160,6 +184,15 @@ TEST(SiteVerifier, MissingMalformedAndStaleSitesFilesWarnOnce) {
   const SitesFile missing = load_sites(dir.file("nope.json"));
   EXPECT_TRUE(missing.sites.empty());
   EXPECT_NE(missing.warning.find("cannot read the sites file"), std::string::npos);
+  {
+    // A relative path is named as the absolute one it was read as.
+    const std::string here = std::filesystem::current_path().string();
+    std::filesystem::current_path(dir.path());
+    const SitesFile relative = load_sites("nope.json");
+    std::filesystem::current_path(here);
+    EXPECT_NE(relative.warning.find("cannot read the sites file " + dir.file("nope.json") + ";"), std::string::npos)
+        << relative.warning;
+  }
 
   std::ofstream(dir.file("bad.json")) << "{\"schema_version\": 1, \"sites\": [ {\"id\": ";
   const SitesFile malformed = load_sites(dir.file("bad.json"));
