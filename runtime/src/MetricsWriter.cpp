@@ -366,7 +366,12 @@ void MetricsWriter::close() {
   }
   work_ready_.notify_one();
   if (thread_.joinable()) thread_.join();
-  if (db_ && !failed_.load()) {
+  if (db_ && run_id_ > 0) {
+    // After a failure too: a lock that has cleared, or a disk with a page to spare, still takes
+    // the run's end and its dropped records, and readers see a run that ended rather than one
+    // "still running or killed". A batch the failure left open is rolled back first. A failed
+    // attempt says nothing more: the failure has been reported once.
+    if (failed_.load()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_stmt* statement = nullptr;
     if (sqlite3_prepare_v2(db_, "UPDATE runs SET ended_at=?, dropped_records=? WHERE run_id=?", -1, &statement,
                            nullptr) == SQLITE_OK) {
@@ -398,7 +403,9 @@ void MetricsWriter::run_writer_thread() {
       batch.swap(queue_);
     }
     const int64_t count = static_cast<int64_t>(batch.size());
-    if (!failed_.load()) write_batch(batch);
+    // A batch that failed, or that came after a failure, is lost: counted with the drops that
+    // close() records, so a reader sees how much of the run is missing.
+    if (failed_.load() || !write_batch(batch)) dropped_ += count;
     batch.clear();
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -202,6 +202,8 @@ TEST(MetricsWriter, LockedDatabaseSwitchesOffAfterTheBusyTimeout) {
   sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(other);
   writer.close();
+  // The lock has cleared by then: the run is recorded as ended, with what it dropped.
+  EXPECT_EQ(query_value(path, "SELECT ended_at IS NOT NULL AND dropped_records >= 1 FROM runs"), "1");
 }
 
 TEST(MetricsWriter, AddsTheColumnsAFileFromAnOlderRuntimeLacks) {

@@ -131,6 +131,7 @@ class MetricsWriter {
   /// Drains the queue, writes the run's end, joins the thread. Idempotent.
   void close();
 
+  /// Records lost: dropped from a full queue, or in a batch that failed or came after a failure.
   int64_t dropped_records() const { return dropped_.load(); }
   int64_t written_records() const { return written_.load(); }
   /// Transactions committed so far (each holds everything that was queued when it began).
