@@ -328,8 +328,11 @@ std::vector<SiteVerdict> SiteVerifier::verdicts() const {
                    " at step " + std::to_string(e.worst_step);
     } else {
       v.verdict = Verdict::NotReached;
-      // A site without ops is matched by any op called from its line; none was.
-      v.evidence = sites_[i].aten_ops.empty() ? "never executed (no op called from this line)" : "never executed";
+      // A site without ops is matched by any op called from its line; none was. Only observed
+      // steps count: code under NoGradGuard (evaluation) may have run, and "never executed"
+      // said more than the run knows.
+      v.evidence = sites_[i].aten_ops.empty() ? "never ran on an observed step (no op called from this line)"
+                                              : "never ran on an observed step";
     }
     v.site = &sites_[i];
     v.executions = e.executions;

@@ -175,8 +175,8 @@ TEST(SiteVerifier, TheOpsToObserveComeFromTheSites) {
   SiteVerifier unnamed({site("/a.cpp", 1, "underflow")}, Precision::FP16);
   EXPECT_TRUE(unnamed.any_site_watches("aten::log"));
   // Never matched: the evidence says that only ops called from its line could have counted.
-  EXPECT_EQ(unnamed.verdicts()[0].evidence, "never executed (no op called from this line)");
-  EXPECT_EQ(named.verdicts()[0].evidence, "never executed");
+  EXPECT_EQ(unnamed.verdicts()[0].evidence, "never ran on an observed step (no op called from this line)");
+  EXPECT_EQ(named.verdicts()[0].evidence, "never ran on an observed step");
 }
 
 TEST(SiteVerifier, MissingMalformedAndStaleSitesFilesWarnOnce) {
