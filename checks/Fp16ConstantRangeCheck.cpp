@@ -1,6 +1,7 @@
 //===--- Fp16ConstantRangeCheck.cpp - mpnanny ------------------------------===//
 #include "Fp16ConstantRangeCheck.h"
 
+#include "GradScalerConfigCheck.h"
 #include "TorchCalls.h"
 #include "clang/AST/ASTContext.h"
 #include <cmath>
@@ -18,18 +19,27 @@ void Fp16ConstantRangeCheck::registerCheckMatchers(MatchFinder *Finder) {
                          .bind("setter"),
                      this);
   Finder->addMatcher(cxxOperatorCallExpr(unless(isExpansionInSystemHeader()),
-                                         hasAnyOverloadedOperatorName("+", "-", "+=", "-="))
-                         .bind("add"),
+                                         hasAnyOverloadedOperatorName("+", "-", "*", "+=", "-=",
+                                                                      "*="))
+                         .bind("arith"),
                      this);
 }
 
 void Fp16ConstantRangeCheck::check(const MatchFinder::MatchResult &Result) {
   if (const auto *Setter = Result.Nodes.getNodeAs<CXXMemberCallExpr>("setter"))
     checkOptionSetter(*Setter, *Result.Context);
-  else if (const auto *Add = Result.Nodes.getNodeAs<CXXOperatorCallExpr>("add"))
-    checkEpsilonAddition(*Add, *Result.Context);
-  else if (const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call"))
+  else if (const auto *Arith = Result.Nodes.getNodeAs<CXXOperatorCallExpr>("arith")) {
+    OverloadedOperatorKind Kind = Arith->getOperator();
+    if (Kind != OO_Star && Kind != OO_StarEqual)
+      checkEpsilonAddition(*Arith, *Result.Context);
+    checkOutOfRangeOperand(*Arith, *Result.Context);
+  } else if (const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call"))
     checkValueArguments(*Call, *Result.Context);
+}
+
+void Fp16ConstantRangeCheck::onStartOfTranslationUnit() {
+  MpnannyCheck::onStartOfTranslationUnit();
+  Ranges.reset();
 }
 
 /// True when a non-zero value rounds to zero in the format.
@@ -128,19 +138,31 @@ void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, AS
            "use a value within the format's range", Why);
 }
 
-void Fp16ConstantRangeCheck::checkEpsilonAddition(const CXXOperatorCallExpr &Op, ASTContext &Ctx) {
-  if (Op.getNumArgs() != 2)
-    return;
+namespace {
+struct TensorAndNumber {
   const Expr *Tensor = nullptr;
-  const Expr *Constant = nullptr;
+  const Expr *Number = nullptr; ///< a Scalar or arithmetic operand; either is null if absent
+};
+} // namespace
+
+/// The operands of `tensor op number` or `number op tensor`.
+static TensorAndNumber tensorAndNumber(const CXXOperatorCallExpr &Op) {
+  TensorAndNumber Result;
+  if (Op.getNumArgs() != 2)
+    return Result;
   for (unsigned I = 0; I < 2; ++I) {
     const Expr *A = Op.getArg(I);
     if (isTensorType(A->getType()))
-      Tensor = A;
+      Result.Tensor = A;
     else if (A->getType()->isArithmeticType() || isa<CXXConstructExpr>(ignoreConversions(A)) ||
              !isTensorType(ignoreConversions(A)->getType()))
-      Constant = A;
+      Result.Number = A;
   }
+  return Result;
+}
+
+void Fp16ConstantRangeCheck::checkEpsilonAddition(const CXXOperatorCallExpr &Op, ASTContext &Ctx) {
+  auto [Tensor, Constant] = tensorAndNumber(Op);
   if (!Tensor || !Constant)
     return;
   auto V = evaluateNumber(Constant, Ctx);
@@ -164,6 +186,68 @@ void Fp16ConstantRangeCheck::checkEpsilonAddition(const CXXOperatorCallExpr &Op,
              formatNumber(limitsOf(Format).MinSubnormal) + ")",
          std::string("use an eps of at least ") + formatNumber(limitsOf(Format).MinNormal) +
              ", or compute this expression in fp32 with .to(torch::kFloat)",
+         Why);
+}
+
+/// "adding -1e9 to a fp16 tensor", "subtracting a fp16 tensor from 1e9".
+static std::string additionPhrase(const CXXOperatorCallExpr &Op, const Expr *Constant,
+                                  const std::string &Value, const char *Name) {
+  OverloadedOperatorKind Kind = Op.getOperator();
+  std::string Tensor = std::string("a ") + Name + " tensor";
+  if (Kind == OO_Plus || Kind == OO_PlusEqual)
+    return "adding " + Value + " to " + Tensor;
+  if (Op.getArg(0) == Constant)
+    return "subtracting " + Tensor + " from " + Value;
+  return "subtracting " + Value + " from " + Tensor;
+}
+
+/// `(1 - mask) * -1e9`, `scores + -1e9`: the literal is converted to the tensor's type
+/// (a wrapped number does not promote a half tensor), so in fp16 it is inf, and the
+/// additive mask is -inf where kept and NaN (0 * inf) where the kernel rounds the
+/// scalar to half before multiplying (the CPU kernels of 1.13).
+void Fp16ConstantRangeCheck::checkOutOfRangeOperand(const CXXOperatorCallExpr &Op,
+                                                    ASTContext &Ctx) {
+  auto [Tensor, Constant] = tensorAndNumber(Op);
+  if (!Tensor || !Constant)
+    return;
+  auto V = evaluateNumber(Constant, Ctx);
+  // fp16 has the smallest range of the half formats: a value it holds, every format holds.
+  if (!V || !overflows(*V, kb::Format::FP16))
+    return;
+  const PrecisionContext &Context = precisionContext(Ctx);
+  PrecisionReason Why = Context.at(Op);
+  if (Why.Value == kb::Precision::FP32)
+    return;
+  if (!Ranges)
+    Ranges = std::make_unique<RangeAnalysis>(Ctx, *knowledgeBase(), Context);
+  // Operator arithmetic is not on autocast's lists: the result has the tensor's own type,
+  // which the range analysis works out (fp32 for inputs under autocast, fp16 after a
+  // lowered op or a conversion, the context's format in a model converted to half).
+  kb::Format Format = Ranges->formatOf(Tensor);
+  if (Format == kb::Format::FP32 || !overflows(*V, Format))
+    return;
+  OverloadedOperatorKind Kind = Op.getOperator();
+  bool Multiplies = Kind == OO_Star || Kind == OO_StarEqual;
+  // A static loss scale beyond 65504 (`loss * 131072.0`) is mpnanny-grad-scaler-config's
+  // finding, with the fix that fits it (a dynamic scaler): not reported twice.
+  if (Multiplies && *V > 0 && isLossScaling(Op, Tensor, Constant, Ctx))
+    return;
+  const char *Name = kb::toString(Format);
+  std::string Value = formatNumber(*V);
+  std::string Limit = formatNumber(limitsOf(Format).Max);
+  Subject About{&Op, nullptr, "overflow", "warning", Name};
+  report(Ctx, About, Constant->getBeginLoc(),
+         Multiplies
+             ? "multiplying a " + std::string(Name) + " tensor by " + Value + ", which " + Name +
+                   " cannot represent (largest finite value " + Limit +
+                   "): the product is inf wherever the tensor is not 0, and NaN (0 * inf) "
+                   "where it is 0 on kernels that round the scalar to " + Name
+             : additionPhrase(Op, Constant, Value, Name) + ": " + Name +
+                   " cannot represent " + Value + " (largest finite value " + Limit +
+                   "), so the result is inf",
+         std::string("use a value within ") + Limit +
+             ", e.g. -1e4 for an additive attention mask in fp16 (exp(-1e4) is already 0), "
+             "or compute in fp32 with .to(torch::kFloat)",
          Why);
 }
 

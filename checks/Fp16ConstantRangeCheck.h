@@ -3,12 +3,15 @@
 #define MPNANNY_CHECKS_FP16CONSTANTRANGECHECK_H
 
 #include "MpnannyCheck.h"
+#include "RangeAnalysis.h"
+#include <memory>
 
 namespace clang::tidy::mpnanny {
 
 /// Flags literals the half format of the tensor cannot hold: fill values and bounds
 /// beyond its largest finite value (`masked_fill(mask, -1e9)` in fp16), and eps
-/// values that round to zero (`AdamOptions(...).eps(1e-8)`, `x + 1e-8` in fp16).
+/// values that round to zero (`AdamOptions(...).eps(1e-8)`, `x + 1e-8` in fp16), and
+/// half tensors multiplied by or added to such a literal (`(1 - mask) * -1e9`).
 ///
 /// For the user-facing documentation see: knowledge/mpnanny-fp16-constant-range.md
 class Fp16ConstantRangeCheck : public MpnannyCheck {
@@ -16,11 +19,15 @@ public:
   using MpnannyCheck::MpnannyCheck;
   void registerCheckMatchers(ast_matchers::MatchFinder *Finder) override;
   void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+  void onStartOfTranslationUnit() override;
 
 private:
   void checkValueArguments(const CallExpr &Call, ASTContext &Ctx);
   void checkOptionSetter(const CXXMemberCallExpr &Call, ASTContext &Ctx);
   void checkEpsilonAddition(const CXXOperatorCallExpr &Op, ASTContext &Ctx);
+  void checkOutOfRangeOperand(const CXXOperatorCallExpr &Op, ASTContext &Ctx);
+  /// The tensors' formats (autocast policies, inputs fp32 under autocast), per TU.
+  std::unique_ptr<RangeAnalysis> Ranges;
 };
 
 } // namespace clang::tidy::mpnanny

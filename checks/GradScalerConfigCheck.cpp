@@ -218,17 +218,8 @@ void GradScalerConfigCheck::checkSetting(llvm::StringRef Name, const Expr *Value
   report(Ctx, About, Value->getBeginLoc(), Message, Defaults, Why);
 }
 
-void GradScalerConfigCheck::checkStaticScale(const Expr &Product, const Expr *Tensor,
-                                             const Expr *Factor, ASTContext &Ctx) {
-  auto V = valueOf(Factor, Ctx);
-  if (!V || *V <= limitsOf(kb::Format::FP16).Max)
-    return;
-  const PrecisionContext &Context = precisionContext(Ctx);
-  PrecisionReason Why = Context.at(Product);
-  std::optional<kb::Format> Known = Context.knownFormat(Tensor);
-  bool Half = Known ? *Known == kb::Format::FP16 : Why.Value == kb::Precision::FP16;
-  if (!Half)
-    return;
+bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor,
+                   ASTContext &Ctx) {
   // Only loss scaling: a loss, a factor named as a scale, or a product fed to backward().
   auto NameOf = [](const Expr *E) -> std::string {
     E = ignoreConversions(E);
@@ -249,7 +240,21 @@ void GradScalerConfigCheck::checkStaticScale(const Expr &Product, const Expr *Te
       Parents = Ctx.getParents(Parents[0]);
     }
   }
-  if (!LossLike)
+  return LossLike;
+}
+
+void GradScalerConfigCheck::checkStaticScale(const Expr &Product, const Expr *Tensor,
+                                             const Expr *Factor, ASTContext &Ctx) {
+  auto V = valueOf(Factor, Ctx);
+  if (!V || *V <= limitsOf(kb::Format::FP16).Max)
+    return;
+  const PrecisionContext &Context = precisionContext(Ctx);
+  PrecisionReason Why = Context.at(Product);
+  std::optional<kb::Format> Known = Context.knownFormat(Tensor);
+  bool Half = Known ? *Known == kb::Format::FP16 : Why.Value == kb::Precision::FP16;
+  if (!Half)
+    return;
+  if (!isLossScaling(Product, Tensor, Factor, Ctx))
     return;
   if (Known == kb::Format::FP16 && Why.Value != kb::Precision::FP16)
     Why = {kb::Precision::FP16, Tensor->getBeginLoc(), "this tensor is fp16"};

@@ -82,3 +82,46 @@ torch::Tensor half_model_masks(torch::Tensor scores, torch::Tensor mask, int64_t
 // CHECK: :[[@LINE-1]]:43: warning: Tensor::masked_fill fill value -1e9 cannot be represented in fp16{{.*}} [mpnanny-fp16-constant-range]
   return causal + zeroed + as_float + like_h + as_half + unknown;
 }
+
+// An additive mask (BERT's `(1 - mask) * -1e9`) on half data: -1e9 is inf in fp16, so the
+// mask is -inf where it should be 0 and NaN (0 * inf) on kernels that round the scalar.
+torch::Tensor half_additive_mask(torch::Tensor scores, torch::Tensor keep) {
+  auto h = scores.to(torch::kHalf);
+  auto m = keep.to(torch::kHalf);
+  auto ext = (1.0 - m) * -1e9;
+// CHECK: :[[@LINE-1]]:26: warning: multiplying a fp16 tensor by -1e9, which fp16 cannot represent (largest finite value 65504){{.*}} [mpnanny-fp16-constant-range]
+  auto flipped = -1e9 * m;
+// CHECK: :[[@LINE-1]]:18: warning: multiplying a fp16 tensor by -1e9{{.*}} [mpnanny-fp16-constant-range]
+  auto inline_mask = h + (1 - m) * -1e10;
+// CHECK: :[[@LINE-1]]:36: warning: multiplying a fp16 tensor by -1e10{{.*}} [mpnanny-fp16-constant-range]
+  auto shifted = h - 1e5;
+// CHECK: :[[@LINE-1]]:22: warning: subtracting 100000 from a fp16 tensor: fp16 cannot represent 100000{{.*}} [mpnanny-fp16-constant-range]
+  h *= 1e6;
+// CHECK: :[[@LINE-1]]:8: warning: multiplying a fp16 tensor by 1000000{{.*}} [mpnanny-fp16-constant-range]
+  // Within range, on an upcast tensor, or plain doubles: nothing to report.
+  auto small = (1.0 - m) * -1e4 + m * -65504.0;
+  auto upcast = (1.0 - m.to(torch::kFloat)) * -1e9;
+  double on_doubles = 2.0 * -1e9;
+  return ext + flipped + inline_mask + shifted + small + upcast + on_doubles;
+}
+
+// bf16 holds -1e9; an fp32 function's mask is fp32.
+torch::Tensor bf16_additive_mask(torch::Tensor scores, torch::Tensor keep) {
+  auto m = keep.to(torch::kBFloat16);
+  return scores.to(torch::kBFloat16) + (1.0 - m) * -1e9;
+}
+torch::Tensor fp32_additive_mask(torch::Tensor scores, torch::Tensor keep) {
+  return scores + (1.0 - keep) * -1e9;
+}
+
+// Under autocast the operators keep the tensor's type: an input mask stays fp32 (fine),
+// a mask converted to half does not.
+torch::Tensor autocast_additive_mask(torch::Tensor q, torch::Tensor k, torch::Tensor keep) {
+  at::autocast::set_enabled(true);
+  auto scores = torch::matmul(q, k);
+  auto fp32_mask = scores + (1.0 - keep) * -1e9;
+  auto half_mask = scores + (1.0 - keep.to(torch::kHalf)) * -1e9;
+// CHECK: :[[@LINE-1]]:61: warning: multiplying a fp16 tensor by -1e9{{.*}} [mpnanny-fp16-constant-range]
+  at::autocast::set_enabled(false);
+  return fp32_mask + half_mask;
+}
