@@ -165,6 +165,27 @@ std::optional<FixItHint> softmaxFix(const Expr &Division, const Expr *Numerator,
   return FixItHint::CreateReplacement(CharSourceRange::getTokenRange(Division.getSourceRange()),
                                       "torch::softmax(" + X + ", " + DimText + ")");
 }
+/// The tensor under a guard against a zero denominator: `d + eps`, `eps + d`,
+/// `d.add(eps)`, `torch::add(d, eps)`, `d.clamp_min(eps)` with a literal (or constant) eps.
+const Expr *guardedOperand(const Expr *E, const kb::KnowledgeBase &KB, const ASTContext &Ctx) {
+  if (const auto *Plus = dyn_cast_or_null<CXXOperatorCallExpr>(E)) {
+    if (Plus->getOperator() != OO_Plus || Plus->getNumArgs() != 2)
+      return nullptr;
+    for (unsigned I = 0; I < 2; ++I)
+      if (isTensorType(Plus->getArg(I)->getType()) && evaluateNumber(Plus->getArg(1 - I), Ctx))
+        return Plus->getArg(I);
+    return nullptr;
+  }
+  const auto *Call = dyn_cast_or_null<CallExpr>(E);
+  auto TC = Call ? classifyTorchCall(*Call) : std::nullopt;
+  if (!TC || !TC->Self || TC->Args.empty()) // add's alpha scales the eps: any alpha will do
+    return nullptr;
+  const kb::Op *Op = lookupOp(*TC, KB);
+  if (!Op || (Op->Id != "add" && Op->Id != "clamp_min") || !evaluateNumber(TC->Args[0], Ctx))
+    return nullptr;
+  return TC->Self;
+}
+
 } // namespace
 
 void NaiveSoftmaxCheck::checkDivision(const Expr &Division, const Expr *Numerator,
@@ -173,9 +194,14 @@ void NaiveSoftmaxCheck::checkDivision(const Expr &Division, const Expr *Numerato
   auto Exp = callOf(resolve(Numerator, *Ranges), "exp", KB);
   if (!Exp)
     return;
-  // e.sum(-1).unsqueeze(-1) is e.sum(-1, true): follow views of the sum.
+  // e.sum(-1).unsqueeze(-1) is e.sum(-1, true): follow views of the sum, and the guards
+  // against a zero sum, which do nothing for an inf one (inf / (inf + eps) is NaN too).
   const Expr *Den = resolve(Denominator, *Ranges);
   for (int Depth = 0; Depth < 8; ++Depth) {
+    if (const Expr *Guarded = guardedOperand(Den, KB, Ctx)) {
+      Den = resolve(Guarded, *Ranges);
+      continue;
+    }
     const auto *Call = dyn_cast_or_null<CallExpr>(Den);
     auto TC = Call ? classifyTorchCall(*Call) : std::nullopt;
     const kb::Op *Op = TC && TC->Self ? lookupOp(*TC, KB) : nullptr;

@@ -57,3 +57,38 @@ torch::Tensor autocast_attention(torch::Tensor scores) {
 torch::Tensor fp32_attention(torch::Tensor s) {
   return torch::exp(s) / torch::exp(s).sum(-1, true);
 }
+
+// A guard against a zero sum (the masked-softmax idiom) does not guard against an inf one:
+// inf / (inf + 1e-6) is NaN as well. No fix-it: torch::softmax drops the eps.
+torch::Tensor half_guarded_softmax(torch::Tensor scores) {
+  auto s = scores.to(torch::kHalf);
+  auto e = s.exp();
+  auto a = e / (e.sum(-1, true) + 1e-6);
+// CHECK: :[[@LINE-1]]:14: warning: softmax written as exp(x) / exp(x).sum(){{.*}} [mpnanny-naive-softmax]
+// CHECK-FIXES: {{^}}  auto a = e / (e.sum(-1, true) + 1e-6);
+  auto b = e / (1e-6 + e.sum(-1, true));
+// CHECK: :[[@LINE-1]]:14: warning: softmax written as exp(x) / exp(x).sum(){{.*}} [mpnanny-naive-softmax]
+  auto c = e / e.sum(-1, true).clamp_min(1e-6);
+// CHECK: :[[@LINE-1]]:14: warning: softmax written as exp(x) / exp(x).sum(){{.*}} [mpnanny-naive-softmax]
+  auto d = e.div(e.sum(-1, false).add(1e-6).unsqueeze(-1));
+// CHECK: :[[@LINE-1]]:14: warning: softmax written as exp(x) / exp(x).sum(){{.*}} [mpnanny-naive-softmax]
+  auto guarded_sum = e.sum(-1, true) + 1e-6;
+  auto f = e / guarded_sum;
+// CHECK: :[[@LINE-1]]:14: warning: softmax written as exp(x) / exp(x).sum(){{.*}} [mpnanny-naive-softmax]
+  // Safe: shifted by the maximum; or the denominator is more than the sum plus a number.
+  auto es = (s - s.amax(-1, true)).exp();
+  auto g = es / (es.sum(-1, true) + 1e-6);
+  auto h = e / (e.sum(-1, true) + s);
+  auto i = e / (e.sum(-1, true) * 2.0 + 1e-6);
+  return a + b + c + d + f + g + h + i;
+}
+
+// bf16 and fp32: exp overflows at the same 88.72 as in fp32, eps or not.
+torch::Tensor bf16_guarded_softmax(torch::Tensor scores) {
+  auto e = scores.to(torch::kBFloat16).exp();
+  return e / (e.sum(-1, true) + 1e-6);
+}
+torch::Tensor fp32_guarded_softmax(torch::Tensor s) {
+  auto e = s.exp();
+  return e / (e.sum(-1, true) + 1e-6);
+}
