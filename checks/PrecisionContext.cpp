@@ -125,10 +125,11 @@ private:
 
 PrecisionContext::PrecisionContext(ASTContext &Ctx, std::optional<Precision> Forced)
     : Ctx(Ctx), Forced(Forced) {
-  if (!Forced) {
-    collect();
+  // Collected even when the precision is forced: the functions name the findings' sites, and
+  // a forced scan exported every site with an empty function (and other ids than a plain scan).
+  collect();
+  if (!Forced)
     propagate();
-  }
 }
 
 PrecisionContext::~PrecisionContext() = default;
