@@ -748,6 +748,7 @@ std::string Nanny::Impl::options_json() const {
       {"track_update_ratio", options_.track_update_ratio},
       {"verbosity", options_.verbosity},
       {"verify", static_cast<bool>(verifier_)},
+      {"verify_requested", options_.verify},  // asked for, whether or not the sites file loaded
       {"sites_file", options_.sites_file},
       {"verify_steps", options_.verify_steps},
       {"loss_scale_source", static_cast<bool>(options_.loss_scale)},

@@ -145,6 +145,16 @@ def golden(cli):
     check(verdicts == ["CONFIRMED", "NOT_OBSERVED", "NOT_REACHED"], "verdicts in severity order: %r" % verdicts)
     code, out, err = run(["sites", "--db", script_db], cli)
     check(code == 0 and "no verification data in this run" in out, "sites without the table says so")
+    check("(train with MPNANNY_VERIFY=1)" in err, "a run made without verification is told to set it: %r" % err)
+    # A run made with MPNANNY_VERIFY=1 whose sites file did not load: setting it again is no advice.
+    asked = os.path.join(fresh_directory(cli.work + "-golden"), "metrics.db")
+    shutil.copy(script_db, asked)
+    with sqlite3.connect(asked) as db:
+        db.execute("UPDATE runs SET options_json = ?",
+                   (json.dumps({"verify": False, "verify_requested": True, "sites_file": "/x/sites.json"}),))
+    code, out, err = run(["sites", "--db", asked], cli)
+    check(code == 0 and "made with MPNANNY_VERIFY=1, but its sites file /x/sites.json could not be read" in err,
+          "a verification run whose sites file did not load says so: %r" % err)
     code, out, err = run(["stats", "--db", run_db, "--step", "6", "--param", "fc1", "--format", "json"], cli)
     check(code == 0 and {r["name"] for r in json.loads(out)} == {"fc1.weight", "fc1.bias"},
           "--param fc1 selects fc1.weight and fc1.bias")

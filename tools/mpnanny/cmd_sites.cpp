@@ -6,6 +6,26 @@
 
 namespace mpnanny::cli {
 
+namespace {
+
+/// A run made with MPNANNY_VERIFY=1 whose sites file did not load says so in its options; telling
+/// its user to set MPNANNY_VERIFY=1 sent them round in a circle.
+std::string why_no_verdicts(const query::Databases& databases) {
+  for (const auto& database : databases) {
+    const nlohmann::json& text = database->run()["options_json"];
+    if (!text.is_string()) continue;
+    const nlohmann::json options = nlohmann::json::parse(text.get<std::string>(), nullptr, false);
+    if (options.is_object() && options.value("verify_requested", false)) {
+      return "it was made with MPNANNY_VERIFY=1, but its sites file " +
+             options.value("sites_file", std::string("mpnanny-sites.json")) +
+             " could not be read or held no site that still matches its source: see the warnings the run printed";
+    }
+  }
+  return "train with MPNANNY_VERIFY=1";
+}
+
+}  // namespace
+
 int sites(Args args) {
   const Common common = take_common(args);
   if (!args.finish().empty()) throw UsageError("sites takes no positional argument (use --db)");
@@ -13,7 +33,7 @@ int sites(Args args) {
   const nlohmann::json result = query::sites(databases);
   bool any = false;
   for (const auto& entry : result["available"]) any = any || entry["verification"].get<bool>();
-  if (!any) std::cerr << "mpnanny: no verification data in this run (train with MPNANNY_VERIFY=1)\n";
+  if (!any) std::cerr << "mpnanny: no verification data in this run (" << why_no_verdicts(databases) << ")\n";
   const nlohmann::json& rows = result["verdicts"];
   // The function and the first step are in --format json/csv (and usually in the evidence).
   const auto verdict = [](const nlohmann::json& row) { return query::severity_colour(row["verdict"]); };
