@@ -124,6 +124,7 @@ struct ObservedOp : at::ObserverContext {
   int32_t op_index = -1;
   int64_t location_id = 0;
   int64_t site = -1;  // index in the SiteVerifier, when the op belongs to a verified site
+  bool site_reads_argument = false;  // the site is judged on the op's input too (SiteVerifier::judges_argument)
   uint64_t first_sequence_nr = 0;
   bool hid_inner_ops = false;  // switched RecordFunction off on this thread until its end
   std::vector<at::Tensor> inputs;
@@ -880,8 +881,8 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
     }
   }
   // The verifier judges some sites by the op's argument (log of a value fp16 flushes to 0).
-  const bool site_reads_argument = context->site >= 0 && SiteVerifier::judges_argument(watched_names_[op_index]);
-  if ((!verify_only_ || site_reads_argument) && fn.needsInputs()) {
+  context->site_reads_argument = context->site >= 0 && SiteVerifier::judges_argument(watched_names_[op_index]);
+  if ((!verify_only_ || context->site_reads_argument) && fn.needsInputs()) {
     for (const c10::IValue& input : fn.inputs()) {
       if (input.isTensor() && is_observable_tensor(input.toTensor())) context->inputs.push_back(input.toTensor());
     }
@@ -1004,9 +1005,8 @@ void Nanny::Impl::observe_output(const at::Tensor& output, const ObservedOp& op)
   const TensorStats stats = compute_tensor_stats(output);
   if (stats.numel == 0) return;
   if (op.site >= 0) {
-    const std::string& name = watched_names_[op.op_index];
     std::optional<TensorStats> argument;
-    if (op.phase == Phase::Forward && !op.inputs.empty() && SiteVerifier::judges_argument(name)) {
+    if (op.phase == Phase::Forward && op.site_reads_argument && !op.inputs.empty()) {
       argument = compute_tensor_stats(op.inputs.front());
     }
     std::lock_guard<std::mutex> lock(mutex_);

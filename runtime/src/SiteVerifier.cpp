@@ -178,6 +178,26 @@ void SiteVerifier::observe(size_t index, int64_t step, const TensorStats& stats)
   for (const size_t mate : line_mates_[index]) observe_one(mate, step, stats);
 }
 
+void SiteVerifier::record_first(std::optional<SiteVerdict>& slot, const Site& site, Verdict verdict, int64_t step,
+                                double value, const std::string& evidence) {
+  if (slot) return;
+  SiteVerdict v;
+  v.site = &site;
+  v.verdict = verdict;
+  v.step = step;
+  v.value = value;
+  v.evidence = evidence + " at step " + std::to_string(step);
+  slot = v;
+}
+
+void SiteVerifier::note_smallest(Evidence& e, double min_abs_nonzero, int64_t step) {
+  if (min_abs_nonzero > 0 && std::isfinite(min_abs_nonzero) &&
+      (e.smallest_step < 0 || min_abs_nonzero < e.smallest_nonzero)) {
+    e.smallest_nonzero = min_abs_nonzero;
+    e.smallest_step = step;
+  }
+}
+
 void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& stats) {
   const Site& site = sites_[index];
   Evidence& e = evidence_[index];
@@ -194,16 +214,8 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
     e.last_step = step;
   }
 
-  auto record = [&](std::optional<SiteVerdict>& slot, Verdict verdict, double value, const std::string& evidence) {
-    if (slot) return;
-    SiteVerdict v;
-    v.site = &site;
-    v.verdict = verdict;
-    v.step = step;
-    v.value = value;
-    v.evidence = evidence + " at step " + std::to_string(step);
-    slot = v;
-  };
+  const auto record = [&](std::optional<SiteVerdict>& slot, Verdict verdict, double value,
+                          const std::string& evidence) { record_first(slot, site, verdict, step, value, evidence); };
   const std::string& risk = site.risk;
   // Non-finite values confirm every risk but underflow: they are what overflow, a domain error
   // and lost precision end in.
@@ -236,11 +248,7 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
     e.worst_ratio = ratio;
     e.worst_step = step;
   }
-  if (stats.min_abs_nonzero > 0 && std::isfinite(stats.min_abs_nonzero) &&
-      (e.smallest_step < 0 || stats.min_abs_nonzero < e.smallest_nonzero)) {
-    e.smallest_nonzero = stats.min_abs_nonzero;
-    e.smallest_step = step;
-  }
+  note_smallest(e, stats.min_abs_nonzero, step);
 }
 
 bool SiteVerifier::judges_argument(const std::string& op) {
@@ -260,28 +268,15 @@ void SiteVerifier::observe_argument(size_t index, int64_t step, const TensorStat
     const int64_t flushed = fp16 ? argument.fp16_flush : argument.bf16_flush;
     const int64_t subnormal = fp16 ? argument.fp16_subnormal : argument.bf16_subnormal;
     const std::string format = fp16 ? "fp16" : "bf16";
-    const auto record = [&](std::optional<SiteVerdict>& slot, Verdict verdict, const std::string& evidence) {
-      if (slot) return;
-      SiteVerdict v;
-      v.site = &site;
-      v.verdict = verdict;
-      v.step = step;
-      v.value = argument.min_abs_nonzero;
-      v.evidence = evidence + " at step " + std::to_string(step);
-      slot = v;
-    };
     if (flushed > 0) {
-      record(e.confirmed, Verdict::Confirmed,
-             std::to_string(flushed) + " values of its argument flush to 0 in " + format + " (min |x| = " +
-                 number(argument.min_abs_nonzero) + ")");
+      record_first(e.confirmed, site, Verdict::Confirmed, step, argument.min_abs_nonzero,
+                   std::to_string(flushed) + " values of its argument flush to 0 in " + format + " (min |x| = " +
+                       number(argument.min_abs_nonzero) + ")");
     } else if (subnormal > 0) {
-      record(e.at_risk, Verdict::AtRisk, std::to_string(subnormal) + " values of its argument subnormal in " + format);
+      record_first(e.at_risk, site, Verdict::AtRisk, step, argument.min_abs_nonzero,
+                   std::to_string(subnormal) + " values of its argument subnormal in " + format);
     }
-    if (argument.min_abs_nonzero > 0 && std::isfinite(argument.min_abs_nonzero) &&
-        (e.smallest_step < 0 || argument.min_abs_nonzero < e.smallest_nonzero)) {
-      e.smallest_nonzero = argument.min_abs_nonzero;
-      e.smallest_step = step;
-    }
+    note_smallest(e, argument.min_abs_nonzero, step);
   }
 }
 

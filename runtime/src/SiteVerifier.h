@@ -107,6 +107,10 @@ class SiteVerifier {
   };
   const FormatLimits& limits_for(const Site& site) const;
   void observe_one(size_t site, int64_t step, const TensorStats& stats);
+  /// Fills `slot` with the site's first evidence of a kind; later evidence leaves it as it is.
+  static void record_first(std::optional<SiteVerdict>& slot, const Site& site, Verdict verdict, int64_t step,
+                           double value, const std::string& evidence);
+  static void note_smallest(Evidence& e, double min_abs_nonzero, int64_t step);
   /// Whether a file the op observer names is the site's: the same path, or, where one of them is
   /// relative, its folders and name at the end of the other. Two absolute paths that differ are
   /// two files (base names alone took enc/layers.cpp for dec/layers.cpp), unless they are one
