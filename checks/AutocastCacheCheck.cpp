@@ -1,8 +1,8 @@
 //===--- AutocastCacheCheck.cpp - mpnanny ----------------------------------===//
 #include "AutocastCacheCheck.h"
 
-#include "TorchCalls.h"
-#include "TrainingStep.h"
+#include "utils/TorchCalls.h"
+#include "utils/TrainingStep.h"
 #include "clang/AST/ParentMapContext.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 

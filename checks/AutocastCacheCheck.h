@@ -2,7 +2,7 @@
 #ifndef MPNANNY_CHECKS_AUTOCASTCACHECHECK_H
 #define MPNANNY_CHECKS_AUTOCASTCACHECHECK_H
 
-#include "MpnannyCheck.h"
+#include "utils/MpnannyCheck.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include <vector>

@@ -2,7 +2,7 @@
 #include "Fp16ConstantRangeCheck.h"
 
 #include "GradScalerConfigCheck.h"
-#include "TorchCalls.h"
+#include "utils/TorchCalls.h"
 #include "clang/AST/ASTContext.h"
 #include <cmath>
 

@@ -2,8 +2,8 @@
 #ifndef MPNANNY_CHECKS_FP16CONSTANTRANGECHECK_H
 #define MPNANNY_CHECKS_FP16CONSTANTRANGECHECK_H
 
-#include "MpnannyCheck.h"
-#include "RangeAnalysis.h"
+#include "utils/MpnannyCheck.h"
+#include "utils/RangeAnalysis.h"
 #include <memory>
 
 namespace clang::tidy::mpnanny {

@@ -1,8 +1,8 @@
 //===--- GradScalerConfigCheck.cpp - mpnanny -------------------------------===//
 #include "GradScalerConfigCheck.h"
 
-#include "TorchCalls.h"
-#include "TrainingStep.h"
+#include "utils/TorchCalls.h"
+#include "utils/TrainingStep.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace clang::ast_matchers;

@@ -2,7 +2,7 @@
 #ifndef MPNANNY_CHECKS_GRADSCALERCONFIGCHECK_H
 #define MPNANNY_CHECKS_GRADSCALERCONFIGCHECK_H
 
-#include "MpnannyCheck.h"
+#include "utils/MpnannyCheck.h"
 
 namespace clang::tidy::mpnanny {
 

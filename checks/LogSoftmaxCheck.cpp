@@ -1,7 +1,7 @@
 //===--- LogSoftmaxCheck.cpp - mpnanny -------------------------------------===//
 #include "LogSoftmaxCheck.h"
 
-#include "TorchCalls.h"
+#include "utils/TorchCalls.h"
 #include "clang/Lex/Lexer.h"
 
 using namespace clang::ast_matchers;

@@ -2,8 +2,8 @@
 #ifndef MPNANNY_CHECKS_LOGSOFTMAXCHECK_H
 #define MPNANNY_CHECKS_LOGSOFTMAXCHECK_H
 
-#include "MpnannyCheck.h"
-#include "RangeAnalysis.h"
+#include "utils/MpnannyCheck.h"
+#include "utils/RangeAnalysis.h"
 #include "llvm/ADT/DenseSet.h"
 
 namespace clang::tidy::mpnanny {

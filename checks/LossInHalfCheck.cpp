@@ -1,7 +1,7 @@
 //===--- LossInHalfCheck.cpp - mpnanny -------------------------------------===//
 #include "LossInHalfCheck.h"
 
-#include "HalfData.h"
+#include "utils/HalfData.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace clang::ast_matchers;

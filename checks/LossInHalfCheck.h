@@ -2,7 +2,7 @@
 #ifndef MPNANNY_CHECKS_LOSSINHALFCHECK_H
 #define MPNANNY_CHECKS_LOSSINHALFCHECK_H
 
-#include "OwnedOpCheck.h"
+#include "utils/OwnedOpCheck.h"
 
 namespace clang::tidy::mpnanny {
 

@@ -1,8 +1,8 @@
 //===--- MasterWeightsCheck.cpp - mpnanny ----------------------------------===//
 #include "MasterWeightsCheck.h"
 
-#include "TorchCalls.h"
-#include "TrainingStep.h"
+#include "utils/TorchCalls.h"
+#include "utils/TrainingStep.h"
 
 using namespace clang::ast_matchers;
 

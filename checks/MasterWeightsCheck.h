@@ -2,7 +2,7 @@
 #ifndef MPNANNY_CHECKS_MASTERWEIGHTSCHECK_H
 #define MPNANNY_CHECKS_MASTERWEIGHTSCHECK_H
 
-#include "MpnannyCheck.h"
+#include "utils/MpnannyCheck.h"
 
 namespace clang::tidy::mpnanny {
 

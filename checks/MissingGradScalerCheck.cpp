@@ -1,8 +1,8 @@
 //===--- MissingGradScalerCheck.cpp - mpnanny ------------------------------===//
 #include "MissingGradScalerCheck.h"
 
-#include "TorchCalls.h"
-#include "TrainingStep.h"
+#include "utils/TorchCalls.h"
+#include "utils/TrainingStep.h"
 
 using namespace clang::ast_matchers;
 

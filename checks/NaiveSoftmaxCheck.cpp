@@ -1,7 +1,7 @@
 //===--- NaiveSoftmaxCheck.cpp - mpnanny -----------------------------------===//
 #include "NaiveSoftmaxCheck.h"
 
-#include "TorchCalls.h"
+#include "utils/TorchCalls.h"
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/FoldingSet.h"
 #include <cmath>

@@ -2,8 +2,8 @@
 #ifndef MPNANNY_CHECKS_NAIVESOFTMAXCHECK_H
 #define MPNANNY_CHECKS_NAIVESOFTMAXCHECK_H
 
-#include "MpnannyCheck.h"
-#include "RangeAnalysis.h"
+#include "utils/MpnannyCheck.h"
+#include "utils/RangeAnalysis.h"
 
 namespace clang::tidy::mpnanny {
 

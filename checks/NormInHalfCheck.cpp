@@ -1,7 +1,7 @@
 //===--- NormInHalfCheck.cpp - mpnanny -------------------------------------===//
 #include "NormInHalfCheck.h"
 
-#include "HalfData.h"
+#include "utils/HalfData.h"
 #include "clang/AST/DeclTemplate.h"
 #include "clang/Lex/Lexer.h"
 #include <algorithm>

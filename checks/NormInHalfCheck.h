@@ -2,7 +2,7 @@
 #ifndef MPNANNY_CHECKS_NORMINHALFCHECK_H
 #define MPNANNY_CHECKS_NORMINHALFCHECK_H
 
-#include "OwnedOpCheck.h"
+#include "utils/OwnedOpCheck.h"
 #include "llvm/ADT/DenseMap.h"
 #include <vector>
 

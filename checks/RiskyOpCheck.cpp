@@ -1,8 +1,8 @@
 //===--- RiskyOpCheck.cpp - mpnanny ----------------------------------------===//
 #include "RiskyOpCheck.h"
 
-#include "HalfData.h"
-#include "TorchCalls.h"
+#include "utils/HalfData.h"
+#include "utils/TorchCalls.h"
 #include <algorithm>
 #include <cmath>
 

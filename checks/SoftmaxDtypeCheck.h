@@ -2,7 +2,7 @@
 #ifndef MPNANNY_CHECKS_SOFTMAXDTYPECHECK_H
 #define MPNANNY_CHECKS_SOFTMAXDTYPECHECK_H
 
-#include "OwnedOpCheck.h"
+#include "utils/OwnedOpCheck.h"
 
 namespace clang::tidy::mpnanny {
 

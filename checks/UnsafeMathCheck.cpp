@@ -3,7 +3,7 @@
 
 #include "LogSoftmaxCheck.h"
 #include "NaiveSoftmaxCheck.h"
-#include "TorchCalls.h"
+#include "utils/TorchCalls.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

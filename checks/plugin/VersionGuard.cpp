@@ -7,7 +7,7 @@
 // files or is silently ignored; this one stops with a message naming both versions.
 //
 //===----------------------------------------------------------------------===//
-#include "../LoadedObject.h"
+#include "LoadedObject.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -7,7 +7,7 @@
 #ifndef MPNANNY_TOOLS_OUTPUT_H
 #define MPNANNY_TOOLS_OUTPUT_H
 
-#include "FindingLog.h"
+#include "utils/FindingLog.h"
 #include "clang-tidy/ClangTidyDiagnosticConsumer.h"
 #include <nlohmann/json.hpp>
 #include <string>

@@ -9,7 +9,7 @@
 #ifndef MPNANNY_TOOLS_SCAN_H
 #define MPNANNY_TOOLS_SCAN_H
 
-#include "FindingLog.h"
+#include "utils/FindingLog.h"
 #include "HeaderCache.h"
 #include "clang-tidy/ClangTidy.h"
 #include "clang-tidy/ClangTidyDiagnosticConsumer.h"
