@@ -14,10 +14,6 @@ void AutocastCacheCheck::registerCheckMatchers(MatchFinder *Finder) {
   Finder->addMatcher(callExpr(unless(isExpansionInSystemHeader())).bind("call"), this);
 }
 
-static bool isAutocast(kb::Precision P) {
-  return P == kb::Precision::AutocastFP16 || P == kb::Precision::AutocastBF16;
-}
-
 static bool isAutocastSwitch(const CallExpr &Call) {
   const FunctionDecl *Callee = Call.getDirectCallee();
   return Callee && llvm::StringRef(Callee->getQualifiedNameAsString()).startswith("at::autocast::");
@@ -51,7 +47,7 @@ static const CallExpr *autocastForward(const Stmt *S, const PrecisionContext &Co
       return false;
     if (const auto *Call = dyn_cast<CallExpr>(X)) {
       unsigned At = orderOf(*X, SM);
-      if (At >= From && At < To && !isAutocastSwitch(*Call) && isAutocast(Context.at(*X).Value))
+      if (At >= From && At < To && !isAutocastSwitch(*Call) && kb::isAutocast(Context.at(*X).Value))
         Found = Call;
     }
     return !Found;

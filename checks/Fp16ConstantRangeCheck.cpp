@@ -1,8 +1,8 @@
 //===--- Fp16ConstantRangeCheck.cpp - mpnanny ------------------------------===//
 #include "Fp16ConstantRangeCheck.h"
 
-#include "GradScalerConfigCheck.h"
 #include "utils/TorchCalls.h"
+#include "utils/TrainingStep.h"
 #include "clang/AST/ASTContext.h"
 #include <cmath>
 

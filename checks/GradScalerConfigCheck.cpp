@@ -218,31 +218,6 @@ void GradScalerConfigCheck::checkSetting(llvm::StringRef Name, const Expr *Value
   report(Ctx, About, Value->getBeginLoc(), Message, Defaults, Why);
 }
 
-bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor,
-                   ASTContext &Ctx) {
-  // Only loss scaling: a loss, a factor named as a scale, or a product fed to backward().
-  auto NameOf = [](const Expr *E) -> std::string {
-    E = ignoreConversions(E);
-    if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
-      return Ref->getDecl()->getNameAsString();
-    if (const auto *Member = dyn_cast_or_null<MemberExpr>(E))
-      return Member->getMemberDecl()->getNameAsString();
-    return "";
-  };
-  bool LossLike = llvm::StringRef(NameOf(Tensor)).contains_insensitive("loss") ||
-                  llvm::StringRef(NameOf(Factor)).contains_insensitive("scale");
-  if (!LossLike) {
-    DynTypedNodeList Parents = Ctx.getParents(Product);
-    for (int Depth = 0; Depth < 4 && !Parents.empty() && !LossLike; ++Depth) {
-      if (const auto *Member = Parents[0].get<CXXMemberCallExpr>())
-        LossLike = Member->getMethodDecl() && Member->getMethodDecl()->getIdentifier() &&
-                   Member->getMethodDecl()->getName() == "backward";
-      Parents = Ctx.getParents(Parents[0]);
-    }
-  }
-  return LossLike;
-}
-
 void GradScalerConfigCheck::checkStaticScale(const Expr &Product, const Expr *Tensor,
                                              const Expr *Factor, ASTContext &Ctx) {
   auto V = valueOf(Factor, Ctx);

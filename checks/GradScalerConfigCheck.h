@@ -30,9 +30,6 @@ private:
 
 /// A product that scales a loss by hand (`loss * 131072.0`, `x * loss_scale`, a product fed
 /// to backward()): the static loss scales this check reports, and others leave to it.
-bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor,
-                   ASTContext &Ctx);
-
 } // namespace clang::tidy::mpnanny
 
 #endif

@@ -1,83 +1,13 @@
 //===--- LogSoftmaxCheck.cpp - mpnanny -------------------------------------===//
 #include "LogSoftmaxCheck.h"
 
+#include "utils/SoftmaxShapes.h"
 #include "utils/TorchCalls.h"
 #include "clang/Lex/Lexer.h"
 
 using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
-
-static bool isConversion(const TorchCall &TC) {
-  return TC.Kind == Spelling::Method &&
-         (TC.Name == "to" || TC.Name == "toType" || TC.Name == "type" || TC.Name == "half" ||
-          TC.Name == "float" || TC.Name == "double" || TC.Name == "bfloat16");
-}
-
-std::optional<SoftmaxUnderLog> findSoftmaxUnderLog(const Expr *LogArgument,
-                                                   const RangeAnalysis &Ranges,
-                                                   const kb::KnowledgeBase &KB,
-                                                   const ASTContext &Ctx) {
-  SoftmaxUnderLog Found;
-  const Expr *E = LogArgument;
-  for (int Depth = 0; E && Depth < 16; ++Depth) {
-    E = ignoreConversions(E);
-    if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
-      const Expr *Init = Ranges.stableInitializer(dyn_cast<VarDecl>(Ref->getDecl()));
-      if (!Init)
-        return std::nullopt;
-      Found.Plain = false;
-      E = Init;
-      continue;
-    }
-    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
-      // softmax(x) + eps, in either order.
-      if (Op->getOperator() != OO_Plus || Op->getNumArgs() != 2)
-        return std::nullopt;
-      const Expr *Tensor = nullptr;
-      for (const Expr *Arg : Op->arguments()) {
-        if (isTensorType(Arg->getType()))
-          Tensor = Tensor ? nullptr : Arg;
-        else if (auto V = evaluateNumber(Arg, Ctx); V && *V >= 0)
-          Found.Eps = V;
-      }
-      if (!Tensor || !Found.Eps)
-        return std::nullopt;
-      Found.Plain = false;
-      E = Tensor;
-      continue;
-    }
-    const auto *Call = dyn_cast<CallExpr>(E);
-    auto TC = Call ? classifyTorchCall(*Call) : std::nullopt;
-    if (!TC || !TC->Self)
-      return std::nullopt;
-    if (isConversion(*TC)) {
-      Found.Plain = false;
-      E = TC->Self;
-      continue;
-    }
-    const kb::Op *Op = lookupOp(*TC, KB);
-    if (!Op)
-      return std::nullopt;
-    if (Op->Id == "softmax") {
-      Found.Softmax = Call;
-      return Found;
-    }
-    if (llvm::StringRef(Op->Id).startswith("clamp")) {
-      Found.Clamped = true;
-    } else if (Op->Id == "add" && !TC->Args.empty()) {
-      auto V = evaluateNumber(TC->Args[0], Ctx);
-      if (!V || *V < 0)
-        return std::nullopt;
-      Found.Eps = V;
-    } else if (Op->Transfer != "identity") {
-      return std::nullopt;
-    }
-    Found.Plain = false;
-    E = TC->Self;
-  }
-  return std::nullopt;
-}
 
 void LogSoftmaxCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (knowledgeBase())

@@ -10,17 +10,6 @@ namespace clang::tidy::mpnanny {
 
 /// A softmax whose probabilities reach a log: `log(softmax(x))`, through locals,
 /// views, conversions, an added eps or a clamp.
-struct SoftmaxUnderLog {
-  const CallExpr *Softmax = nullptr;
-  bool Plain = true;          ///< the log's argument is the softmax call itself
-  std::optional<double> Eps;  ///< the constant added to the probabilities
-  bool Clamped = false;
-};
-std::optional<SoftmaxUnderLog> findSoftmaxUnderLog(const Expr *LogArgument,
-                                                   const RangeAnalysis &Ranges,
-                                                   const kb::KnowledgeBase &KB,
-                                                   const ASTContext &Ctx);
-
 /// Flags the log of a softmax (`log(softmax(x))`, with an eps or a clamp in between,
 /// and `nll_loss(log(softmax(x)))`): use log_softmax, or cross_entropy.
 ///

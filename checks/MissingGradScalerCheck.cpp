@@ -15,9 +15,6 @@ void MissingGradScalerCheck::registerCheckMatchers(MatchFinder *Finder) {
                      this);
 }
 
-static bool isAutocast(kb::Precision P) {
-  return P == kb::Precision::AutocastFP16 || P == kb::Precision::AutocastBF16;
-}
 static bool isFp16(kb::Precision P) {
   return P == kb::Precision::FP16 || P == kb::Precision::AutocastFP16;
 }
@@ -32,7 +29,7 @@ void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
   std::string Spelled = isa<CXXMemberCallExpr>(Call) ? "Tensor::backward" : "torch::autograd::backward";
 
   PrecisionReason AtBackward = Context.at(*Call);
-  if (isAutocast(AtBackward.Value)) {
+  if (kb::isAutocast(AtBackward.Value)) {
     Subject About{Call, nullptr, "precision-loss", "warning", kb::toString(AtBackward.Value)};
     report(Ctx, About, Call->getExprLoc(),
            Spelled + "() runs while " + kb::toString(AtBackward.Value) +

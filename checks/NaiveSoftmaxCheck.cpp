@@ -1,6 +1,7 @@
 //===--- NaiveSoftmaxCheck.cpp - mpnanny -----------------------------------===//
 #include "NaiveSoftmaxCheck.h"
 
+#include "utils/SoftmaxShapes.h"
 #include "utils/TorchCalls.h"
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/FoldingSet.h"
@@ -44,24 +45,6 @@ void NaiveSoftmaxCheck::check(const MatchFinder::MatchResult &Result) {
 }
 
 namespace {
-/// A tensor expression with conversions stripped and stable locals replaced by
-/// their initializers; Direct tells whether no local was crossed.
-const Expr *resolve(const Expr *E, const RangeAnalysis &Ranges, bool *Direct = nullptr) {
-  for (int Depth = 0; E && Depth < 16; ++Depth) {
-    E = ignoreConversions(E);
-    const auto *Ref = dyn_cast<DeclRefExpr>(E);
-    if (!Ref)
-      return E;
-    const Expr *Init = Ranges.stableInitializer(dyn_cast<VarDecl>(Ref->getDecl()));
-    if (!Init)
-      return E;
-    if (Direct)
-      *Direct = false;
-    E = Init;
-  }
-  return E;
-}
-
 struct OpCall {
   const CallExpr *Call = nullptr;
   TorchCall TC;
@@ -79,8 +62,8 @@ std::optional<OpCall> callOf(const Expr *E, const char *Id, const kb::KnowledgeB
 }
 
 bool sameValue(const Expr *A, const Expr *B, const RangeAnalysis &Ranges, const ASTContext &Ctx) {
-  A = resolve(A, Ranges);
-  B = resolve(B, Ranges);
+  A = resolveStableLocals(A, Ranges);
+  B = resolveStableLocals(B, Ranges);
   if (A == B)
     return true;
   llvm::FoldingSetNodeID IdA, IdB;
@@ -88,41 +71,6 @@ bool sameValue(const Expr *A, const Expr *B, const RangeAnalysis &Ranges, const 
   B->Profile(IdB, Ctx, /*Canonical=*/true);
   return IdA == IdB;
 }
-
-/// A maximum is taken somewhere in S, following stable locals.
-bool containsMax(const Stmt *S, const RangeAnalysis &Ranges, int Depth = 0) {
-  bool Found = false;
-  visitDescendants(S, [&](const Stmt *T) {
-    if (const auto *Call = dyn_cast<CallExpr>(T))
-      if (const FunctionDecl *Callee = Call->getDirectCallee(); Callee && Callee->getIdentifier())
-        if (Callee->getName() == "amax" || Callee->getName() == "max" ||
-            Callee->getName() == "logsumexp")
-          Found = true;
-    if (const auto *Ref = dyn_cast<DeclRefExpr>(T); Ref && !Found && Depth < 8)
-      if (const Expr *Init = Ranges.stableInitializer(dyn_cast<VarDecl>(Ref->getDecl())))
-        Found = containsMax(Init, Ranges, Depth + 1);
-    return !Found;
-  });
-  return Found;
-}
-
-} // namespace
-
-bool isShiftedByMax(const Expr *X, const RangeAnalysis &Ranges) {
-  X = resolve(X, Ranges);
-  const auto *Minus = dyn_cast_or_null<CXXOperatorCallExpr>(X);
-  const Expr *Shift = nullptr;
-  if (Minus && Minus->getOperator() == OO_Minus && Minus->getNumArgs() == 2)
-    Shift = Minus->getArg(1);
-  else if (const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(X))
-    if (const auto *M = Call->getMethodDecl();
-        M && M->getIdentifier() && (M->getName() == "sub" || M->getName() == "subtract") &&
-        Call->getNumArgs() > 0)
-      Shift = Call->getArg(0);
-  return Shift && containsMax(Shift, Ranges);
-}
-
-namespace {
 
 std::string textOf(const Expr *E, const ASTContext &Ctx) {
   if (!E || E->getBeginLoc().isMacroID() || E->getEndLoc().isMacroID())
@@ -191,15 +139,15 @@ const Expr *guardedOperand(const Expr *E, const kb::KnowledgeBase &KB, const AST
 void NaiveSoftmaxCheck::checkDivision(const Expr &Division, const Expr *Numerator,
                                       const Expr *Denominator, ASTContext &Ctx) {
   const kb::KnowledgeBase &KB = *knowledgeBase();
-  auto Exp = callOf(resolve(Numerator, *Ranges), "exp", KB);
+  auto Exp = callOf(resolveStableLocals(Numerator, *Ranges), "exp", KB);
   if (!Exp)
     return;
   // e.sum(-1).unsqueeze(-1) is e.sum(-1, true): follow views of the sum, and the guards
   // against a zero sum, which do nothing for an inf one (inf / (inf + eps) is NaN too).
-  const Expr *Den = resolve(Denominator, *Ranges);
+  const Expr *Den = resolveStableLocals(Denominator, *Ranges);
   for (int Depth = 0; Depth < 8; ++Depth) {
     if (const Expr *Guarded = guardedOperand(Den, KB, Ctx)) {
-      Den = resolve(Guarded, *Ranges);
+      Den = resolveStableLocals(Guarded, *Ranges);
       continue;
     }
     const auto *Call = dyn_cast_or_null<CallExpr>(Den);
@@ -207,12 +155,12 @@ void NaiveSoftmaxCheck::checkDivision(const Expr &Division, const Expr *Numerato
     const kb::Op *Op = TC && TC->Self ? lookupOp(*TC, KB) : nullptr;
     if (!Op || Op->Transfer != "identity")
       break;
-    Den = resolve(TC->Self, *Ranges);
+    Den = resolveStableLocals(TC->Self, *Ranges);
   }
   auto Sum = callOf(Den, "sum", KB);
   if (!Sum)
     return;
-  auto SummedExp = callOf(resolve(Sum->TC.Self, *Ranges), "exp", KB);
+  auto SummedExp = callOf(resolveStableLocals(Sum->TC.Self, *Ranges), "exp", KB);
   if (!SummedExp || !sameValue(Exp->TC.Self, SummedExp->TC.Self, *Ranges, Ctx))
     return;
   PrecisionReason Why = precisionContext(Ctx).at(Division);
@@ -221,7 +169,7 @@ void NaiveSoftmaxCheck::checkDivision(const Expr &Division, const Expr *Numerato
   // bf16 and fp32 overflow only above 88.72: the same limit, not a precision hazard.
   if (Ranges->formatOf(Exp->Call) != kb::Format::FP16)
     return;
-  const Expr *X = resolve(Exp->TC.Self, *Ranges);
+  const Expr *X = resolveStableLocals(Exp->TC.Self, *Ranges);
   if (isShiftedByMax(X, *Ranges))
     return;
   double Limit = std::log(limitsOf(kb::Format::FP16).Max);

@@ -27,8 +27,6 @@ private:
 /// `x - x.amax(dim, true)`, `x - std::get<0>(x.max(dim, true))`, `x - m` with a local
 /// `m` holding such a maximum (locals followed to their initializers): the shift that
 /// makes exp safe.
-bool isShiftedByMax(const Expr *X, const RangeAnalysis &Ranges);
-
 } // namespace clang::tidy::mpnanny
 
 #endif

@@ -1,8 +1,7 @@
 //===--- UnsafeMathCheck.cpp - mpnanny -------------------------------------===//
 #include "UnsafeMathCheck.h"
 
-#include "LogSoftmaxCheck.h"
-#include "NaiveSoftmaxCheck.h"
+#include "utils/SoftmaxShapes.h"
 #include "utils/TorchCalls.h"
 #include <algorithm>
 #include <cmath>

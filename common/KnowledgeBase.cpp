@@ -86,6 +86,10 @@ std::optional<Precision> parsePrecision(const std::string &Name) {
   return std::nullopt;
 }
 
+bool isAutocast(Precision P) {
+  return P == Precision::AutocastFP16 || P == Precision::AutocastBF16;
+}
+
 bool isHalfFormat(Format F) { return F != Format::FP32; }
 
 LoadError::LoadError(Mark Where, const std::string &Message)

@@ -142,6 +142,8 @@ private:
 };
 
 bool isHalfFormat(Format F);
+/// Autocast-fp16 or autocast-bf16: the op's own autocast policy decides its format.
+bool isAutocast(Precision P);
 
 } // namespace mpnanny::kb
 

@@ -6,10 +6,6 @@
 
 namespace clang::tidy::mpnanny {
 
-static bool isAutocast(kb::Precision P) {
-  return P == kb::Precision::AutocastFP16 || P == kb::Precision::AutocastBF16;
-}
-
 std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &Call,
                                                                ASTContext &Ctx) const {
   if (!knowledgeBase())
@@ -30,7 +26,7 @@ std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &C
   std::optional<kb::Format> Format = Context.computeFormatOf(*TC, Op);
   // Under autocast an op autocast does not cover runs in its input's type, which is
   // half only if the code shows it (the output of a matmul is, a parameter is not).
-  if (Format && isAutocast(Why.Value) &&
+  if (Format && kb::isAutocast(Why.Value) &&
       (Op->Autocast == kb::AutocastPolicy::None || Op->Autocast == kb::AutocastPolicy::Promote) &&
       !explicitDtype(*TC)) {
     std::optional<kb::Format> Input = TC->Self ? Context.knownFormat(TC->Self) : std::nullopt;

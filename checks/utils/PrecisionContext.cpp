@@ -46,10 +46,6 @@ int riskRank(Precision P) {
   return 0;
 }
 
-bool isAutocast(Precision P) {
-  return P == Precision::AutocastFP16 || P == Precision::AutocastBF16;
-}
-
 Precision plainPrecision(Format F) {
   return F == Format::FP16 ? Precision::FP16 : F == Format::BF16 ? Precision::BF16 : Precision::FP32;
 }
@@ -369,7 +365,7 @@ PrecisionReason PrecisionContext::precisionIn(const FunctionFacts &F, SourceLoca
       Last = &T;
   if (Last && Last->On)
     return {autocastPrecision(Last->Dtype), Last->Where, "autocast is enabled here"};
-  if (!Last && isAutocast(F.Inherited.Value))
+  if (!Last && kb::isAutocast(F.Inherited.Value))
     return F.Inherited;
   if (F.Marker)
     return {plainPrecision(F.Marker->first), F.Marker->second,

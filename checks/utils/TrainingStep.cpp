@@ -92,26 +92,8 @@ static const VarDecl *rootVariable(const Expr *E) {
   return nullptr;
 }
 
-static const FunctionDecl *enclosingFunctionOf(const Stmt &S, ASTContext &Ctx) {
-  DynTypedNodeList Parents = Ctx.getParents(S);
-  for (int Depth = 0; Depth < 256 && !Parents.empty(); ++Depth) {
-    const DynTypedNode &P = Parents[0];
-    if (const auto *FD = P.get<FunctionDecl>()) {
-      const auto *M = dyn_cast<CXXMethodDecl>(FD);
-      if (!M || !M->getParent()->isLambda())
-        return FD;
-    }
-    Parents = Ctx.getParents(P);
-  }
-  return nullptr;
-}
-
 bool isScalerRecord(const CXXRecordDecl *RD) {
   return RD && RD->getIdentifier() && lowered(RD->getName()).find("scaler") != std::string::npos;
-}
-
-bool isMpnannyGradScaler(const CXXRecordDecl *RD) {
-  return RD && RD->getQualifiedNameAsString() == "mpnanny::GradScaler";
 }
 
 std::optional<std::string> scalerMethod(const CallExpr &Call) {
@@ -294,10 +276,10 @@ static bool scaledExpr(const Expr *E, unsigned Before, ASTContext &Ctx, int Dept
 /// Rescaling of a local between its definition and `Before`: `loss *= scale`,
 /// `loss = loss * scale`, `loss.mul_(scale)`.
 static bool rescaledBefore(const VarDecl &V, unsigned Before, ASTContext &Ctx, int Depth) {
-  const FunctionDecl *F = nullptr;
-  for (const DynTypedNode &P : Ctx.getParents(V))
-    if (const auto *DS = P.get<DeclStmt>())
-      F = enclosingFunctionOf(*DS, Ctx);
+  // The function that declares the local; a lambda's locals belong to the function holding it.
+  const FunctionDecl *F = dyn_cast_or_null<FunctionDecl>(V.getParentFunctionOrMethod());
+  while (F && isa<CXXMethodDecl>(F) && cast<CXXMethodDecl>(F)->getParent()->isLambda())
+    F = dyn_cast_or_null<FunctionDecl>(cast<CXXMethodDecl>(F)->getParent()->getParentFunctionOrMethod());
   if (!F || !F->getBody())
     return false;
   const SourceManager &SM = Ctx.getSourceManager();
@@ -765,6 +747,31 @@ bool translationUnitUsesMixedPrecision(ASTContext &Ctx, const PrecisionContext &
   MixedPrecisionFinder Finder(Context, Ctx.getSourceManager());
   Finder.TraverseDecl(Ctx.getTranslationUnitDecl());
   return Finder.Found;
+}
+
+bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor,
+                   ASTContext &Ctx) {
+  // Only loss scaling: a loss, a factor named as a scale, or a product fed to backward().
+  auto NameOf = [](const Expr *E) -> std::string {
+    E = ignoreConversions(E);
+    if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
+      return Ref->getDecl()->getNameAsString();
+    if (const auto *Member = dyn_cast_or_null<MemberExpr>(E))
+      return Member->getMemberDecl()->getNameAsString();
+    return "";
+  };
+  bool LossLike = llvm::StringRef(NameOf(Tensor)).contains_insensitive("loss") ||
+                  llvm::StringRef(NameOf(Factor)).contains_insensitive("scale");
+  if (!LossLike) {
+    DynTypedNodeList Parents = Ctx.getParents(Product);
+    for (int Depth = 0; Depth < 4 && !Parents.empty() && !LossLike; ++Depth) {
+      if (const auto *Member = Parents[0].get<CXXMemberCallExpr>())
+        LossLike = Member->getMethodDecl() && Member->getMethodDecl()->getIdentifier() &&
+                   Member->getMethodDecl()->getName() == "backward";
+      Parents = Ctx.getParents(Parents[0]);
+    }
+  }
+  return LossLike;
 }
 
 } // namespace clang::tidy::mpnanny

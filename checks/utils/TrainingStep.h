@@ -29,8 +29,6 @@ void forEachStatement(const FunctionDecl &F, const std::function<void(const Stmt
 /// A loss scaler: mpnanny::GradScaler, or a user class whose name says so
 /// (LossScaler, AmpScaler, DynamicScaler...).
 bool isScalerRecord(const CXXRecordDecl *RD);
-/// mpnanny::GradScaler itself, whose semantics are PyTorch's GradScaler's.
-bool isMpnannyGradScaler(const CXXRecordDecl *RD);
 /// The scaler method a call invokes (scale, unscale_, step, update), if any.
 std::optional<std::string> scalerMethod(const CallExpr &Call);
 
@@ -94,6 +92,11 @@ const Expr *constructedOptimizerParameters(const Expr *Construction);
 /// a precision other than plain fp32 (the checks report nothing in fp32 code).
 bool usesMixedPrecision(const FunctionDecl &F, const PrecisionContext &Context);
 bool translationUnitUsesMixedPrecision(ASTContext &Ctx, const PrecisionContext &Context);
+
+/// A product that scales a loss: the tensor is named as a loss, the factor as a scale, or
+/// the product is fed to backward().
+bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor,
+                   ASTContext &Ctx);
 
 } // namespace clang::tidy::mpnanny
 
