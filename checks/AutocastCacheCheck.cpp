@@ -16,7 +16,7 @@ void AutocastCacheCheck::registerCheckMatchers(MatchFinder *Finder) {
 
 static bool isAutocastSwitch(const CallExpr &Call) {
   const FunctionDecl *Callee = Call.getDirectCallee();
-  return Callee && llvm::StringRef(Callee->getQualifiedNameAsString()).startswith("at::autocast::");
+  return Callee && llvm::StringRef(Callee->getQualifiedNameAsString()).starts_with("at::autocast::");
 }
 
 /// A loop over a model's parameters (`for (auto &p : model->parameters())`): the

@@ -44,7 +44,7 @@ static std::optional<std::string> moduleHeldBy(QualType T) {
   const CXXRecordDecl *RD = T.getNonReferenceType()->getAsCXXRecordDecl();
   for (int Depth = 0; RD && RD->getIdentifier() && Depth < 3; ++Depth) {
     llvm::StringRef Name = RD->getName();
-    if (Name.endswith("Impl") && inTorchNn(*RD))
+    if (Name.ends_with("Impl") && inTorchNn(*RD))
       return Name.drop_back(4).str();
     const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD);
     if (Spec && (Name == "ModuleHolder" || Name == "shared_ptr") &&
@@ -131,7 +131,7 @@ void NormInHalfCheck::checkConversion(const CXXMemberCallExpr &To, ASTContext &C
     return;
   Conversions.try_emplace(RD->getCanonicalDecl(), To.getBeginLoc());
   // `bn->to(torch::kHalf)` on a norm module itself.
-  if (!RD->getIdentifier() || !RD->getName().endswith("Impl") || !inTorchNn(*RD))
+  if (!RD->getIdentifier() || !RD->getName().ends_with("Impl") || !inTorchNn(*RD))
     return;
   const kb::Op *Op = knowledgeBase()->findModule(RD->getName().drop_back(4).str());
   if (!Op || Op->Check != Owner)

@@ -28,7 +28,7 @@ void UnscaledSumCheck::check(const MatchFinder::MatchResult &Result) {
   auto Found = ownedRisk(*Call, *Result.Context);
   if (!Found)
     return;
-  bool Running = llvm::StringRef(Found->Call.Name).startswith("cum");
+  bool Running = llvm::StringRef(Found->Call.Name).starts_with("cum");
   if (!Running && namesDimensions(Found->Call))
     return;
   reportOwned(*Found, *Result.Context);

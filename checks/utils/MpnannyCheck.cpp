@@ -182,10 +182,10 @@ std::string MpnannyCheck::expand(llvm::StringRef Template, llvm::StringRef Op,
     }
     Out += Template.substr(0, Open).str();
     Template = Template.substr(Open);
-    if (Template.startswith("{op}")) {
+    if (Template.starts_with("{op}")) {
       Out += Op.str();
       Template = Template.drop_front(4);
-    } else if (Template.startswith("{precision}")) {
+    } else if (Template.starts_with("{precision}")) {
       Out += Precision.str();
       Template = Template.drop_front(11);
     } else {

@@ -374,7 +374,7 @@ bool RangeAnalysis::isMutated(const VarDecl *Var) const {
       if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
         // In-place ops end in '_' and are const methods in LibTorch's TensorBody.h.
         const CXXMethodDecl *M = Member->getMethodDecl();
-        if (M && (!M->isConst() || (M->getIdentifier() && M->getName().endswith("_"))))
+        if (M && (!M->isConst() || (M->getIdentifier() && M->getName().ends_with("_"))))
           Mark(Member->getImplicitObjectArgument());
       }
       if (const auto *Call = dyn_cast<CallExpr>(S))
@@ -549,7 +549,7 @@ Interval RangeAnalysis::rangeOfCall(const CallExpr &Call, std::optional<kb::Form
     return Interval::unknown();
   const std::string &T = Op->Transfer;
   bool ClampLike = T == "clamp" || (T.empty() && !Op->ValueArgs.empty() &&
-                                    llvm::StringRef(Op->Id).startswith("clamp"));
+                                    llvm::StringRef(Op->Id).starts_with("clamp"));
   if (T.empty() && !Op->Range && !ClampLike)
     return Interval::unknown();
 

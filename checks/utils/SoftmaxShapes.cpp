@@ -107,7 +107,7 @@ std::optional<SoftmaxUnderLog> findSoftmaxUnderLog(const Expr *LogArgument,
       Found.Softmax = Call;
       return Found;
     }
-    if (llvm::StringRef(Op->Id).startswith("clamp")) {
+    if (llvm::StringRef(Op->Id).starts_with("clamp")) {
       Found.Clamped = true;
     } else if (Op->Id == "add" && !TC->Args.empty()) {
       auto V = evaluateNumber(TC->Args[0], Ctx);

@@ -92,7 +92,7 @@ static std::optional<std::string> moduleNameOfImpl(const CXXRecordDecl *RD) {
   if (!RD || !RD->getIdentifier())
     return std::nullopt;
   llvm::StringRef Name = RD->getName();
-  if (!Name.endswith("Impl") || enclosingNamespaces(*RD) != "torch::nn")
+  if (!Name.ends_with("Impl") || enclosingNamespaces(*RD) != "torch::nn")
     return std::nullopt;
   return Name.drop_back(4).str();
 }

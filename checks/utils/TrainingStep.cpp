@@ -154,7 +154,7 @@ bool isClipGradCall(const CallExpr &Call) {
     return false;
   llvm::StringRef N = Callee->getName();
   return (N == "clip_grad_norm_" || N == "clip_grad_value_") &&
-         llvm::StringRef(Callee->getQualifiedNameAsString()).startswith("torch::nn::utils::");
+         llvm::StringRef(Callee->getQualifiedNameAsString()).starts_with("torch::nn::utils::");
 }
 
 bool isOptimizerStep(const CallExpr &Call) {

@@ -17,8 +17,8 @@ namespace path = llvm::sys::path;
 
 bool isUnder(const std::string &P, const std::string &Dir) {
   if (Dir == "/")
-    return llvm::StringRef(P).startswith("/");
-  return P == Dir || (P.size() > Dir.size() && llvm::StringRef(P).startswith(Dir) &&
+    return llvm::StringRef(P).starts_with("/");
+  return P == Dir || (P.size() > Dir.size() && llvm::StringRef(P).starts_with(Dir) &&
                       P[Dir.size()] == '/');
 }
 
@@ -252,7 +252,7 @@ const char *const UnsafeSeparate[] = {"-Xclang",     "-Xanalyzer",   "-Xpreproce
 
 bool startsWithAny(llvm::StringRef A, llvm::ArrayRef<const char *> Prefixes) {
   for (const char *P : Prefixes)
-    if (A.startswith(P))
+    if (A.starts_with(P))
       return true;
   return false;
 }
@@ -269,7 +269,7 @@ void Sandbox::checkFlags(const std::vector<std::string> &Flags, const std::strin
   for (size_t I = 0; I < Flags.size(); ++I) {
     llvm::StringRef A = Flags[I];
     bool Ok = !A.empty() && A.front() == '-' && startsWithAny(A, Allowed) &&
-              !startsWithAny(A, Unsafe) && !A.startswith("-mllvm");
+              !startsWithAny(A, Unsafe) && !A.starts_with("-mllvm");
     if (!Ok)
       throw RpcError(code::InvalidParams,
                      Arg + ": flag '" + A.str() +
@@ -293,7 +293,7 @@ clang::tooling::ArgumentsAdjuster Sandbox::stripUnsafeArguments() {
     clang::tooling::CommandLineArguments Out;
     for (size_t I = 0; I < Args.size(); ++I) {
       llvm::StringRef A = Args[I];
-      if (I > 0 && (startsWithAny(A, Unsafe) || A.startswith("@"))) {
+      if (I > 0 && (startsWithAny(A, Unsafe) || A.starts_with("@"))) {
         for (const char *S : UnsafeSeparate)
           if (A == S) {
             ++I;

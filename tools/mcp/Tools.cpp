@@ -589,7 +589,7 @@ std::vector<Page> pages() {
   std::string Dir = check::knowledgeDir();
   for (llvm::sys::fs::directory_iterator It(Dir, EC), End; It != End && !EC; It.increment(EC)) {
     llvm::StringRef Name = llvm::sys::path::filename(It->path());
-    if (!Name.endswith(".md") || Name == "README.md")
+    if (!Name.ends_with(".md") || Name == "README.md")
       continue;
     Out.push_back({Name.drop_back(3).str(), It->path()});
   }
@@ -611,7 +611,7 @@ std::string titleOf(const std::string &Text, const std::string &Fallback) {
   llvm::StringRef T(Text);
   for (llvm::StringRef Line = T.split('\n').first; !T.empty();
        T = T.split('\n').second, Line = T.split('\n').first)
-    if (Line.startswith("# "))
+    if (Line.starts_with("# "))
       return Line.drop_front(2).trim().str();
   return Fallback;
 }
@@ -668,7 +668,7 @@ json listChecks(const json &) {
     Checks.push_back(Entry);
   }
   for (const auto &P : pages()) {
-    if (llvm::StringRef(P.Name).startswith("alert-"))
+    if (llvm::StringRef(P.Name).starts_with("alert-"))
       Alerts.push_back({{"type", P.Name.substr(6)},
                         {"name", P.Name},
                         {"summary", check::summaryOf(readPage(P.File))},

@@ -89,8 +89,8 @@ std::optional<HeaderCache::Plan> HeaderCache::planFor(const tooling::CompileComm
       continue;
     // Text before the file's first line, or all inputs after "--": the includes are
     // then not the start of what the compiler reads.
-    if (A == "--" || A.startswith("-include") || A.startswith("--include") ||
-        A == "-imacros" || A.startswith("--imacros"))
+    if (A == "--" || A.starts_with("-include") || A.starts_with("--include") ||
+        A == "-imacros" || A.starts_with("--imacros"))
       return std::nullopt;
     P.Args.push_back(A.str());
   }

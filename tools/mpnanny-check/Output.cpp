@@ -50,7 +50,7 @@ std::vector<Finding> collectFindings(const std::vector<clang::tidy::ClangTidyErr
                                      const std::vector<FindingDetail> &Details) {
   std::vector<Finding> Out;
   for (const auto &E : Errors) {
-    if (!llvm::StringRef(E.DiagnosticName).startswith("mpnanny-"))
+    if (!llvm::StringRef(E.DiagnosticName).starts_with("mpnanny-"))
       continue;
     Finding F;
     F.Check = E.DiagnosticName;
@@ -75,8 +75,8 @@ std::vector<Finding> collectFindings(const std::vector<clang::tidy::ClangTidyErr
       // The same spelling location and check identify the detail of this warning.
       if (D.Check == F.Check && D.Offset == F.Offset &&
           (D.File == E.Message.FilePath || D.File == F.Where.File ||
-           llvm::StringRef(F.Where.File).endswith(D.File) ||
-           llvm::StringRef(D.File).endswith(E.Message.FilePath))) {
+           llvm::StringRef(F.Where.File).ends_with(D.File) ||
+           llvm::StringRef(D.File).ends_with(E.Message.FilePath))) {
         F.Function = D.Function;
         F.Expression = D.Expression;
         F.Risk = D.Risk;

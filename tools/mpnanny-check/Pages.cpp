@@ -26,7 +26,7 @@ std::string knowledgeDir() {
 std::optional<std::string> pageOf(const std::string &Check) {
   llvm::StringRef Name(Check);
   for (const std::string &File :
-       {Name.startswith("mpnanny-") ? Check : "mpnanny-" + Check, Check}) {
+       {Name.starts_with("mpnanny-") ? Check : "mpnanny-" + Check, Check}) {
     if (File.find('/') != std::string::npos)
       continue;
     if (auto Buffer = llvm::MemoryBuffer::getFile(knowledgeDir() + "/" + File + ".md"))
@@ -40,7 +40,7 @@ std::string summaryOf(const std::string &Page) {
   llvm::StringRef(Page).split(Lines, '\n');
   for (llvm::StringRef L : Lines) {
     L = L.trim();
-    if (L.empty() || L.startswith("#") || L.startswith("<!--"))
+    if (L.empty() || L.starts_with("#") || L.starts_with("<!--"))
       continue;
     return L.str();
   }
@@ -53,9 +53,9 @@ std::string sectionOf(const std::string &Page, const std::string &Heading) {
   std::string Out;
   bool In = false, InCode = false;
   for (llvm::StringRef L : Lines) {
-    if (L.startswith("```"))
+    if (L.starts_with("```"))
       InCode = !InCode;
-    if (!InCode && L.startswith("## ")) {
+    if (!InCode && L.starts_with("## ")) {
       if (In)
         break;
       In = L.drop_front(3).trim() == Heading;

@@ -30,7 +30,7 @@ static const char *const SourceRoot = "%SRCROOT%";
 
 static nlohmann::json artifactLocation(const std::string &File, const std::string &Root) {
   llvm::StringRef F(File);
-  if (!Root.empty() && F.startswith(Root) && F.size() > Root.size() && F[Root.size()] == '/')
+  if (!Root.empty() && F.starts_with(Root) && F.size() > Root.size() && F[Root.size()] == '/')
     return {{"uri", encodePath(F.drop_front(Root.size() + 1))}, {"uriBaseId", SourceRoot}};
   return {{"uri", "file://" + encodePath(F)}};
 }

@@ -27,7 +27,7 @@ using namespace clang;
 namespace mpnanny::check {
 
 static bool isThirdParty(llvm::StringRef File) {
-  if (File.startswith("/usr/") || File.startswith("/opt/"))
+  if (File.starts_with("/usr/") || File.starts_with("/opt/"))
     return true;
   static const std::set<std::string> Folders = {
       "_deps",  "third_party", "third-party", "thirdparty", "3rdparty", "external",
@@ -60,7 +60,7 @@ std::vector<std::string> projectFiles(const tooling::CompilationDatabase &DB,
       continue;
     // Sources generated into the build folder (moc, protobuf, configure_file) are not
     // the user's code.
-    if (!Build.empty() && Path.startswith(Build) &&
+    if (!Build.empty() && Path.starts_with(Build) &&
         (Path.size() == Build.size() || Path[Build.size()] == '/'))
       continue;
     Out.insert(F);

@@ -82,7 +82,7 @@ static std::vector<std::string> includeDirsNamedIn(const tooling::CommandLineArg
   for (size_t I = 0; I < Args.size(); ++I) {
     llvm::StringRef A = Args[I];
     for (llvm::StringRef O : Options) {
-      if (!A.startswith(O))
+      if (!A.starts_with(O))
         continue;
       if (A.size() > O.size())
         Dirs.push_back(A.drop_front(O.size()).str());
@@ -194,7 +194,7 @@ std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
     std::string First;
     for (const auto &E : S.Errors)
       if (E.DiagLevel == tooling::Diagnostic::Error &&
-          llvm::StringRef(E.DiagnosticName).startswith("clang-diagnostic") && Count++ == 0) {
+          llvm::StringRef(E.DiagnosticName).starts_with("clang-diagnostic") && Count++ == 0) {
         // Where, as the compiler says it: the JSON and SARIF outputs print only this line.
         Location At = locate(absolutePath(E.Message.FilePath, E.BuildDirectory),
                              E.Message.FileOffset);

@@ -163,7 +163,7 @@ std::vector<const char *> joinOptionalValues(int Argc, const char **Argv,
   for (int I = 0; I < Argc; ++I) {
     StringRef A(Argv[I]);
     if ((A == "--export-sites" || A == "-export-sites") && I + 1 < Argc &&
-        !StringRef(Argv[I + 1]).startswith("-") && StringRef(Argv[I + 1]).endswith(".json")) {
+        !StringRef(Argv[I + 1]).starts_with("-") && StringRef(Argv[I + 1]).ends_with(".json")) {
       Storage.push_back("--export-sites=" + std::string(Argv[I + 1]));
       Out.push_back(Storage.back().c_str());
       ++I;
