@@ -3,6 +3,7 @@
 
 #include "utils/HalfData.h"
 #include "llvm/ADT/StringSwitch.h"
+#include <algorithm>
 
 using namespace clang::ast_matchers;
 
@@ -37,6 +38,8 @@ void LossInHalfCheck::check(const MatchFinder::MatchResult &Result) {
   if (const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call")) {
     if (auto Found = ownedRisk(*Call, Ctx))
       reportOwned(*Found, Ctx);
+    else
+      checkReducedTotal(*Call, Ctx);
     return;
   }
   if (const auto *Var = Result.Nodes.getNodeAs<VarDecl>("var")) {
@@ -70,6 +73,79 @@ void LossInHalfCheck::check(const MatchFinder::MatchResult &Result) {
   }
 }
 
+/// True when the call asks for a sum reduction: `torch::kSum`, also inside options
+/// (`NLLLossFuncOptions().reduction(torch::kSum)`), `at::Reduction::Sum`, or kl_div's
+/// `torch::kBatchMean` (LibTorch sums, then divides by the batch size).
+static bool requestsSumReduction(const TorchCall &Call) {
+  bool Found = false;
+  for (const Expr *Arg : Call.Args)
+    visitDescendants(Arg, [&](const Stmt *S) {
+      if (const auto *Ref = dyn_cast<DeclRefExpr>(S)) {
+        const ValueDecl *D = Ref->getDecl();
+        Found = D->getIdentifier() &&
+                (D->getName() == "kSum" || D->getName() == "kBatchMean" ||
+                 (isa<EnumConstantDecl>(D) && D->getName() == "Sum"));
+      }
+      return !Found;
+    });
+  return Found;
+}
+
+/// True when the call smooths its labels: `CrossEntropyFuncOptions().label_smoothing(0.1)`
+/// with a nonzero (or non-constant) value.
+static bool smoothsLabels(const TorchCall &Call, const ASTContext &Ctx) {
+  bool Found = false;
+  for (const Expr *Arg : Call.Args)
+    visitDescendants(Arg, [&](const Stmt *S) {
+      if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S))
+        if (const CXXMethodDecl *M = Member->getMethodDecl();
+            M && M->getIdentifier() && M->getName() == "label_smoothing" &&
+            Member->getNumArgs() == 1) {
+          auto Value = evaluateNumber(Member->getArg(0), Ctx);
+          Found = !Value || *Value != 0;
+        }
+      return !Found;
+    });
+  return Found;
+}
+
+// The kernels of the built-in losses sum in float (acc_type) but store the result in the
+// input's type: a mean divides before rounding, a sum does not. The rules keep that overflow
+// as a note (documentation); a call that asks for the sum, or for cross_entropy's label
+// smoothing (a sum of log-probabilities over the classes), makes it a finding.
+void LossInHalfCheck::checkReducedTotal(const CallExpr &Call, ASTContext &Ctx) {
+  auto TC = classifyTorchCall(Call);
+  if (!TC)
+    return;
+  const kb::Op *Op = lookupOp(*TC, *knowledgeBase());
+  if (!Op || Op->Check != Owner || (!requestsSumReduction(*TC) && !smoothsLabels(*TC, Ctx)))
+    return;
+  const PrecisionContext &PC = precisionContext(Ctx);
+  PrecisionReason Why = PC.at(Call);
+  if (Why.Value == kb::Precision::FP32)
+    return;
+  std::optional<kb::Format> Format = PC.computeFormatOf(*TC, Op);
+  if (!Format)
+    return;
+  // Under autocast an op autocast does not cover follows its input, half only where seen.
+  if (kb::isAutocast(Why.Value) && Op->Autocast == kb::AutocastPolicy::None &&
+      !explicitDtype(*TC)) {
+    std::optional<kb::Format> Input = TC->Self ? PC.knownFormat(TC->Self) : std::nullopt;
+    if (!Input || !kb::isHalfFormat(*Input))
+      return;
+  }
+  for (const kb::Risk &R : Op->Risks) {
+    if (R.Kind != kb::RiskKind::Overflow ||
+        std::find(R.Formats.begin(), R.Formats.end(), *Format) == R.Formats.end())
+      continue;
+    std::string PrecisionName = kb::toString(*Format);
+    std::string Spelled = TC->spelled();
+    report(Ctx, Subject{&Call, Op, "overflow", "warning", PrecisionName}, Call.getExprLoc(),
+           expand(R.Message, Spelled, PrecisionName), expand(R.Fix, Spelled, PrecisionName), Why);
+    return;
+  }
+}
+
 static bool isReduction(llvm::StringRef Name) {
   return llvm::StringSwitch<bool>(Name)
       .Cases("mean", "sum", "nansum", "nanmean", true)
@@ -96,8 +172,10 @@ void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
   // the range: neither is reported.
   if (Why.Value != kb::Precision::FP16 || isIntegralData(E))
     return;
-  bool Reduction = false, Arithmetic = false, BuiltIn = false;
+  bool Reduction = false, Sum = false, Arithmetic = false, Square = false, BuiltIn = false;
   visitDescendants(E, [&](const Stmt *S) {
+    if (const auto *Sub = dyn_cast<Expr>(S); Sub && !Square && squareOf(Sub, Ctx))
+      Square = true;
     if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S)) {
       switch (Op->getOperator()) {
       case OO_Plus: case OO_Minus: case OO_Star: case OO_Slash:
@@ -114,11 +192,20 @@ void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
           return false;
         }
         Reduction = Reduction || isReduction(TC->Name);
+        Sum = Sum || TC->Name == "sum" || TC->Name == "nansum";
         Arithmetic = Arithmetic || isArithmetic(TC->Name);
       }
     return true;
   });
   if (!Reduction || !Arithmetic || BuiltIn)
+    return;
+  // A mean of unsquared terms ((p - y).abs().mean(), -(ratio * adv).mean()) is no hazard:
+  // CUDA's mean accumulates and divides in float (ReduceMomentKernel.cu), and recent 2.x
+  // releases cast Half and BFloat16 to float first in the CPU mean (ReduceOps.cpp, mean_out),
+  // so only the loss value is rounded. (1.13's CPU mean stores the sum in half first, but
+  // 1.13 cannot train in fp16 on the CPU.) What leaves fp16 is a square (an error above
+  // 255.9) or a total stored by sum() (above 65504).
+  if (!Square && !Sum)
     return;
   // -(ratio * adv).mean(): a sign does not change the format of what it negates.
   const Expr *Signed = E;
@@ -129,16 +216,20 @@ void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
       break;
   if (auto Known = PC.knownFormat(Signed); Known && *Known != kb::Format::FP16)
     return; // upcast on the way (pred.to(torch::kFloat) - target) or explicitly bf16
-  std::string Message =
-      "hand-written loss " + What.str() +
-      " is computed in fp16: an error above 255.9 squares past 65504 to inf, a sum of "
-      "terms passes 65504, and the value keeps 11 significant bits (a loss near 2 moves in "
-      "steps of 0.002), so small improvements vanish and backward() starts from inf or NaN";
+  std::string Message = "hand-written loss " + What.str() + " is computed in fp16: ";
+  if (Square)
+    Message += "its errors are squared in fp16, and an error above 255.9 squares past 65504 "
+               "to inf";
+  if (Square && Sum)
+    Message += ", and ";
+  if (Sum)
+    Message += "sum() stores its total in fp16 (it adds in float), which is inf above 65504";
+  Message += "; backward() then starts from inf or NaN";
   std::string Fix = "compute the loss in fp32: upcast the operands first, e.g. "
                     "(pred.to(torch::kFloat) - target.to(torch::kFloat)).pow(2).mean(), or use "
                     "the built-in loss under autocast, which computes it in fp32";
-  report(Ctx, Subject{E, knowledgeBase()->findById("mean"), "overflow", "warning", "fp16"}, Loc,
-         Message, Fix, Why);
+  report(Ctx, Subject{E, knowledgeBase()->findById(Sum ? "sum" : "mean"), "overflow", "warning", "fp16"},
+         Loc, Message, Fix, Why);
 }
 
 } // namespace clang::tidy::mpnanny

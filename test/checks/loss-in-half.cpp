@@ -6,7 +6,9 @@
 
 namespace F = torch::nn::functional;
 
-// A model converted to fp16: built-in and hand-written losses run in fp16.
+// A model converted to fp16: built-in and hand-written losses run in fp16. The kernels add in
+// float, so only what is stored in fp16 and leaves its range is reported: a square, a sum
+// reduction, cross_entropy's label smoothing (a sum over the classes).
 struct RegressorImpl : torch::nn::Module {
   torch::nn::Linear head{4, 1};
   torch::nn::MSELoss criterion;
@@ -17,15 +19,30 @@ struct RegressorImpl : torch::nn::Module {
 // CHECK: :[[@LINE-1]]:15: warning: torch::nn::functional::mse_loss in fp16 squares the errors in fp16: an error above 255.9 {{.*}} [mpnanny-loss-in-half]
     auto l2 = criterion(pred, y);
 // CHECK: :[[@LINE-1]]:15: warning: torch::nn::MSELoss in fp16{{.*}} [mpnanny-loss-in-half]
-    auto l3 = F::cross_entropy(pred, y);
-// CHECK: :[[@LINE-1]]:15: warning: torch::nn::functional::cross_entropy in fp16 computes log-probabilities and the loss in fp16{{.*}} [mpnanny-loss-in-half]
+    auto l3 = F::cross_entropy(pred, y, F::CrossEntropyFuncOptions().label_smoothing(0.1));
+// CHECK: :[[@LINE-1]]:15: warning: torch::nn::functional::cross_entropy in fp16 with a sum reduction or label smoothing stores a sum in fp16{{.*}} [mpnanny-loss-in-half]
+    auto l4 = F::nll_loss(pred, y, F::NLLLossFuncOptions().reduction(torch::kSum));
+// CHECK: :[[@LINE-1]]:15: warning: torch::nn::functional::nll_loss in fp16 with a sum reduction stores the total in fp16{{.*}} [mpnanny-loss-in-half]
+    auto l5 = torch::nll_loss(pred, y, {}, at::Reduction::Sum);
+// CHECK: :[[@LINE-1]]:15: warning: torch::nll_loss in fp16 with a sum reduction{{.*}} [mpnanny-loss-in-half]
+    auto l6 = F::l1_loss(pred, y, F::L1LossFuncOptions().reduction(torch::kSum));
+// CHECK: :[[@LINE-1]]:15: warning: torch::nn::functional::l1_loss in fp16 with a sum reduction stores the total in fp16{{.*}} [mpnanny-loss-in-half]
     auto loss = (pred - y).pow(2).mean();
-// CHECK: :[[@LINE-1]]:10: warning: hand-written loss 'loss' is computed in fp16: an error above 255.9 squares past 65504 {{.*}} [mpnanny-loss-in-half]
-    (pred - y).abs().mean().backward();
-// CHECK: :[[@LINE-1]]:5: warning: hand-written loss passed to backward() is computed in fp16{{.*}} [mpnanny-loss-in-half]
+// CHECK: :[[@LINE-1]]:10: warning: hand-written loss 'loss' is computed in fp16: its errors are squared in fp16, and an error above 255.9 squares past 65504 to inf; {{.*}} [mpnanny-loss-in-half]
     torch::Tensor total_loss;
     total_loss = ((pred - y) * (pred - y)).sum() / 4;
-// CHECK: :[[@LINE-1]]:16: warning: hand-written loss 'total_loss' is computed in fp16{{.*}} [mpnanny-loss-in-half]
+// CHECK: :[[@LINE-1]]:16: warning: hand-written loss 'total_loss' is computed in fp16: its errors are squared in fp16, {{.*}}, and sum() stores its total in fp16{{.*}} [mpnanny-loss-in-half]
+    auto abs_loss = (pred - y).abs().sum();
+// CHECK: :[[@LINE-1]]:10: warning: hand-written loss 'abs_loss' is computed in fp16: sum() stores its total in fp16 (it adds in float), which is inf above 65504{{.*}} [mpnanny-loss-in-half]
+
+    // Not hazards in fp16: the kernels add in float and divide before rounding, the terms
+    // fit, and log-probabilities do not flush (nll_loss(log_softmax(x)) is the stable idiom).
+    auto ce = F::cross_entropy(pred, y);
+    auto ce_no_smoothing = F::cross_entropy(pred, y, F::CrossEntropyFuncOptions().label_smoothing(0.0));
+    auto nll = F::nll_loss(torch::log_softmax(pred, 1), y);
+    auto l1_mean = F::l1_loss(pred, y);
+    auto bce_logits = torch::binary_cross_entropy_with_logits(pred, y);
+    (pred - y).abs().mean().backward();
 
     // Safe: upcast before the loss; a built-in loss wrapped in arithmetic is judged once, at the call.
     auto s1 = F::mse_loss(pred.to(torch::kFloat), y.to(torch::kFloat));
@@ -34,8 +51,9 @@ struct RegressorImpl : torch::nn::Module {
     auto scaled_loss = F::l1_loss(pred.to(torch::kFloat), y) * 0.5;
     auto error = (pred - y).pow(2).mean();
     auto accuracy_loss_free = (pred.argmax(-1) == y).sum();
-    return l1 + l2 + l3 + loss + total_loss + s1 + s2 + safe_loss + scaled_loss + error +
-           accuracy_loss_free;
+    auto s3 = F::nll_loss(pred.to(torch::kFloat), y, F::NLLLossFuncOptions().reduction(torch::kSum));
+    return l1 + l2 + l3 + l4 + l5 + l6 + loss + total_loss + abs_loss + ce + ce_no_smoothing +
+           nll + l1_mean + bce_logits + s1 + s2 + s3 + safe_loss + scaled_loss + error + accuracy_loss_free;
   }
 };
 TORCH_MODULE(Regressor);
@@ -78,12 +96,15 @@ torch::Tensor fp32_only(torch::Tensor p, torch::Tensor y) {
   return loss;
 }
 
-// A sign in front of an upcast loss keeps it fp32.
+// A sign in front of a loss keeps its format: a squared one in fp16 is reported, a mean of
+// unsquared fp16 terms is not (the mean adds in float), nor anything upcast.
 torch::Tensor signed_losses(torch::Tensor ratio, torch::Tensor adv) {
   auto r = ratio.to(torch::kHalf);
   auto policy_loss = -(r * adv).mean();
-// CHECK: :[[@LINE-1]]:8: warning: hand-written loss 'policy_loss' is computed in fp16{{.*}} [mpnanny-loss-in-half]
+  auto squared_loss = -(r * r).mean();
+// CHECK: :[[@LINE-1]]:8: warning: hand-written loss 'squared_loss' is computed in fp16: its errors are squared{{.*}} [mpnanny-loss-in-half]
   auto rf = r.to(torch::kFloat);
   auto policy_loss32 = -(rf * adv).mean();
-  return policy_loss + policy_loss32;
+  auto squared_loss32 = -(rf * rf).mean();
+  return policy_loss + squared_loss + policy_loss32 + squared_loss32;
 }

@@ -259,10 +259,16 @@ Tensor layer_norm(const Tensor &input, IntArrayRef normalized_shape, optional<Te
                   optional<Tensor> bias = nullopt, double eps = 1e-05, bool cudnn_enable = true);
 Tensor binary_cross_entropy(const Tensor &self, const Tensor &target, optional<Tensor> weight = nullopt,
                             int64_t reduction = 1);
+namespace Reduction {
+enum Reduction { None, Mean, Sum, END };
+} // namespace Reduction
 Tensor binary_cross_entropy_with_logits(const Tensor &self, const Tensor &target);
-Tensor nll_loss(const Tensor &self, const Tensor &target);
+Tensor nll_loss(const Tensor &self, const Tensor &target, optional<Tensor> weight = nullopt,
+                int64_t reduction = Reduction::Mean, int64_t ignore_index = -100);
 Tensor mse_loss(const Tensor &self, const Tensor &target, int64_t reduction = 1);
-Tensor cross_entropy_loss(const Tensor &self, const Tensor &target);
+Tensor cross_entropy_loss(const Tensor &self, const Tensor &target, optional<Tensor> weight = nullopt,
+                          int64_t reduction = Reduction::Mean, int64_t ignore_index = -100,
+                          double label_smoothing = 0.0);
 Tensor ones(IntArrayRef size, TensorOptions options = {});
 Tensor zeros(IntArrayRef size, TensorOptions options = {});
 Tensor full(IntArrayRef size, const Scalar &fill_value, TensorOptions options = {});
@@ -307,6 +313,23 @@ constexpr auto kF32 = kFloat32;
 
 inline TensorOptions dtype(ScalarType t) { return TensorOptions(t); }
 void manual_seed(uint64_t seed);
+// torch/enum.h: TORCH_ENUM_DECLARE(Sum) declares enumtype::kSum and `extern const kSum kSum`.
+namespace enumtype {
+struct kNone {};
+struct kMean {};
+struct kSum {};
+struct kBatchMean {};
+} // namespace enumtype
+extern const enumtype::kNone kNone;
+extern const enumtype::kMean kMean;
+extern const enumtype::kSum kSum;
+extern const enumtype::kBatchMean kBatchMean;
+struct reduction_t {
+  reduction_t(enumtype::kNone) {}
+  reduction_t(enumtype::kMean) {}
+  reduction_t(enumtype::kSum) {}
+  reduction_t(enumtype::kBatchMean) {}
+};
 namespace cuda {
 bool is_available();
 }
@@ -523,7 +546,16 @@ struct NormalizeFuncOptions {
   TORCH_ARG(double, eps) = 1e-12;
 };
 struct BinaryCrossEntropyFuncOptions {};
-struct CrossEntropyFuncOptions {};
+struct CrossEntropyFuncOptions {
+  TORCH_ARG(reduction_t, reduction) = kMean;
+  TORCH_ARG(double, label_smoothing) = 0.0;
+};
+struct NLLLossFuncOptions {
+  TORCH_ARG(reduction_t, reduction) = kMean;
+};
+struct L1LossFuncOptions {
+  TORCH_ARG(reduction_t, reduction) = kMean;
+};
 inline Tensor softmax(const Tensor &input, const SoftmaxFuncOptions &options) { return input; }
 inline Tensor log_softmax(const Tensor &input, const LogSoftmaxFuncOptions &options) { return input; }
 inline Tensor layer_norm(const Tensor &input, const LayerNormFuncOptions &options) { return input; }
@@ -534,12 +566,14 @@ inline Tensor binary_cross_entropy(const Tensor &input, const Tensor &target,
 inline Tensor cross_entropy(const Tensor &input, const Tensor &target,
                             const CrossEntropyFuncOptions &options = {}) { return input; }
 inline Tensor mse_loss(const Tensor &input, const Tensor &target) { return input; }
-inline Tensor nll_loss(const Tensor &input, const Tensor &target) { return input; }
+inline Tensor nll_loss(const Tensor &input, const Tensor &target,
+                       const NLLLossFuncOptions &options = {}) { return input; }
 struct BinaryCrossEntropyWithLogitsFuncOptions {};
 inline Tensor binary_cross_entropy_with_logits(
     const Tensor &input, const Tensor &target,
     const BinaryCrossEntropyWithLogitsFuncOptions &options = {}) { return input; }
-inline Tensor l1_loss(const Tensor &input, const Tensor &target) { return input; }
+inline Tensor l1_loss(const Tensor &input, const Tensor &target,
+                      const L1LossFuncOptions &options = {}) { return input; }
 struct BatchNormFuncOptions {
   TORCH_ARG(Tensor, weight) = {};
   TORCH_ARG(Tensor, bias) = {};
