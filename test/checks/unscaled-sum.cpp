@@ -8,11 +8,11 @@
 torch::Tensor half_totals(torch::Tensor x, torch::Tensor mask) {
   auto h = x.to(torch::kHalf);
   auto total = h.sum();
-// CHECK: :[[@LINE-1]]:18: warning: Tensor::sum over all elements in fp16 stores the total in fp16: a total above 65504 is inf, and above 2048 {{.*}} [mpnanny-unscaled-sum]
+// CHECK: :[[@LINE-1]]:18: warning: Tensor::sum over all elements in fp16 stores the total in fp16 (the kernel adds in float): a total above 65504 is inf, and one above 2048 {{.*}} [mpnanny-unscaled-sum]
   auto total2 = torch::sum(h);
 // CHECK: :[[@LINE-1]]:17: warning: torch::sum over all elements in fp16{{.*}} [mpnanny-unscaled-sum]
   auto running = h.cumsum(-1);
-// CHECK: :[[@LINE-1]]:20: warning: Tensor::cumsum in fp16 stores each running total in fp16: past 2048 {{.*}} [mpnanny-unscaled-sum]
+// CHECK: :[[@LINE-1]]:20: warning: Tensor::cumsum in fp16 keeps each running total in fp16: on CUDA the scan adds in fp16, so past 2048 adding 1 changes nothing{{.*}} [mpnanny-unscaled-sum]
   auto forced = h.sum(torch::kHalf);
 // CHECK: :[[@LINE-1]]:19: warning: Tensor::sum over all elements in fp16{{.*}} [mpnanny-unscaled-sum]
   auto nan_total = h.nansum();
@@ -37,7 +37,7 @@ torch::Tensor bf16_positions(torch::Tensor x) {
   auto h = x.to(torch::kBFloat16);
   auto total = h.sum();
   auto positions = h.cumsum(-1);
-// CHECK: :[[@LINE-1]]:22: warning: Tensor::cumsum in bf16 stores each running total with 8 significant bits: past 256 {{.*}} [mpnanny-unscaled-sum]
+// CHECK: :[[@LINE-1]]:22: warning: Tensor::cumsum in bf16 keeps each running total with 8 significant bits: on CUDA past 256 {{.*}} [mpnanny-unscaled-sum]
   return total + positions;
 }
 
