@@ -186,7 +186,7 @@ void GradScalerConfigCheck::checkSetting(llvm::StringRef Name, const Expr *Value
     if (*V <= 1)
       Message = "loss scaler growth factor " + Num +
                 " is not above 1: after a backoff the scale never grows back, so gradients "
-                "below 5.96e-8 / scale stay flushed to 0 in fp16";
+                "below 2.98e-8 / scale stay flushed to 0 in fp16";
     break;
   case Setting::BackoffFactor:
     if (*V >= 1)
@@ -274,7 +274,7 @@ void GradScalerConfigCheck::checkUnscale(const CXXMemberCallExpr &Call, ASTConte
          "mpnanny::GradScaler::" + Method.str() +
              " unscales the gradients of fp16 parameters: PyTorch's scaler refuses "
              "('Attempting to unscale FP16 gradients', pytorch#74739), since unscaled fp16 "
-             "gradients flush to 0 below 5.96e-8 and the update is lost in the fp16 weights",
+             "gradients flush to 0 below 2.98e-8 and the update is lost in the fp16 weights",
          "keep the model in fp32 and run the forward under autocast "
          "(at::autocast::set_enabled(true)), or give the optimizer fp32 master copies of the "
          "parameters",

@@ -81,8 +81,9 @@ void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
   Subject About{Call, nullptr, "underflow", "warning", "fp16"};
   report(Ctx, About, Call->getExprLoc(),
          Spelled + "() on a loss whose forward ran in " + kb::toString(Producer.Value) +
-             " with no loss scaling: gradients below 5.96e-8 (fp16's smallest subnormal) "
-             "flush to 0 and those below 6.1e-5 lose precision, so small updates vanish",
+             " with no loss scaling: gradients below 2.98e-8 (half of fp16's smallest "
+             "subnormal, 5.96e-8) flush to 0 and those below 6.1e-5 lose precision, so small "
+             "updates vanish",
          "scale the loss and unscale before the step: mpnanny::GradScaler "
          "scaler; scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update(); "
          "or train in bf16, which needs no loss scaling",

@@ -16,7 +16,7 @@ void half_unscaled(Net net, torch::Tensor x, torch::Tensor y) {
   net->to(torch::kHalf);
   auto loss = torch::mse_loss(net(x), y);
   loss.backward();
-// CHECK: :[[@LINE-1]]:8: warning: Tensor::backward() on a loss whose forward ran in fp16 with no loss scaling: gradients below 5.96e-8 {{.*}} [mpnanny-missing-grad-scaler]
+// CHECK: :[[@LINE-1]]:8: warning: Tensor::backward() on a loss whose forward ran in fp16 with no loss scaling: gradients below 2.98e-8 (half of fp16's smallest subnormal, 5.96e-8) flush to 0{{.*}} [mpnanny-missing-grad-scaler]
 // CHECK: :[[@LINE-2]]:8: note: scale the loss and unscale before the step: mpnanny::GradScaler
 }
 
