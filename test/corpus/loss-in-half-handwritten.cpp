@@ -9,7 +9,7 @@ struct AutoencoderImpl : torch::nn::Module {
     auto recon = forward(x);
     auto recon_loss = (recon - x).pow(2).mean(); // expect: mpnanny-loss-in-half
     auto l1_loss = (recon - x).abs().mean() / 64; // ok: mpnanny-loss-in-half
-    auto sum_loss = (recon - x).abs().sum(); // expect: mpnanny-loss-in-half
+    auto sum_loss = (recon - x).abs().sum(); // expect: mpnanny-loss-in-half, mpnanny-unscaled-sum
     auto rf = recon.to(torch::kFloat);
     auto safe_loss = (rf - x.to(torch::kFloat)).pow(2).mean(); // ok: mpnanny-loss-in-half
     auto loss_scale = torch::ones({1}); // ok: mpnanny-loss-in-half
