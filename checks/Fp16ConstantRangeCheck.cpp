@@ -3,8 +3,10 @@
 
 #include "utils/TorchCalls.h"
 #include "utils/TrainingStep.h"
+#include "utils/ValueFlow.h"
 #include "clang/AST/ASTContext.h"
 #include <cmath>
+#include <set>
 
 using namespace clang::ast_matchers;
 
@@ -17,6 +19,11 @@ void Fp16ConstantRangeCheck::registerCheckMatchers(MatchFinder *Finder) {
   Finder->addMatcher(cxxMemberCallExpr(unless(isExpansionInSystemHeader()), argumentCountIs(1),
                                        callee(cxxMethodDecl(ofClass(matchesName("Options$")))))
                          .bind("setter"),
+                     this);
+  // Optimizers and modules built with an options object: its defaults apply unless set.
+  Finder->addMatcher(cxxConstructExpr(unless(isExpansionInSystemHeader()),
+                                      hasAnyArgument(hasType(cxxRecordDecl(matchesName("Options$")))))
+                         .bind("construct"),
                      this);
   Finder->addMatcher(cxxOperatorCallExpr(unless(isExpansionInSystemHeader()),
                                          hasAnyOverloadedOperatorName("+", "-", "*", "+=", "-=",
@@ -33,8 +40,12 @@ void Fp16ConstantRangeCheck::check(const MatchFinder::MatchResult &Result) {
     if (Kind != OO_Star && Kind != OO_StarEqual)
       checkEpsilonAddition(*Arith, *Result.Context);
     checkOutOfRangeOperand(*Arith, *Result.Context);
-  } else if (const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call"))
+  } else if (const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call")) {
     checkValueArguments(*Call, *Result.Context);
+  } else if (const auto *Construct = Result.Nodes.getNodeAs<CXXConstructExpr>("construct")) {
+    std::vector<const Expr *> Args(Construct->arg_begin(), Construct->arg_end());
+    checkOptionDefaults(*Construct, Args, std::nullopt, *Result.Context);
+  }
 }
 
 void Fp16ConstantRangeCheck::onStartOfTranslationUnit() {
@@ -50,12 +61,27 @@ static bool overflows(double V, kb::Format F) {
   return std::isfinite(V) && std::fabs(V) > limitsOf(F).Max;
 }
 
+/// The first constant E may hold (written there, or reaching it through a local, a
+/// parameter or a member: ValueFlow.h) that Hazard accepts.
+static std::optional<FlowValue> hazardousValue(const Expr *E, ASTContext &Ctx,
+                                               llvm::function_ref<bool(double)> Hazard) {
+  for (const FlowValue &V : ValueFlow::get(Ctx).valuesOf(E).Values)
+    if (Hazard(V.Value))
+      return V;
+  return std::nullopt;
+}
+
+/// "1e-8", or "1e-8 (the default of 'eps' in 'rms_norm')" when it came from elsewhere.
+static std::string spelled(const FlowValue &V) {
+  return formatNumber(V.Value) + (V.Via.empty() ? "" : " (" + V.Via + ")");
+}
+
 void Fp16ConstantRangeCheck::checkValueArguments(const CallExpr &Call, ASTContext &Ctx) {
   auto TC = classifyTorchCall(Call);
   if (!TC)
     return;
   const kb::Op *Op = lookupOp(*TC, *knowledgeBase());
-  if (!Op || Op->ValueArgs.empty())
+  if (!Op)
     return;
   const PrecisionContext &Context = precisionContext(Ctx);
   PrecisionReason Why = Context.at(Call);
@@ -64,20 +90,24 @@ void Fp16ConstantRangeCheck::checkValueArguments(const CallExpr &Call, ASTContex
   std::optional<kb::Format> Format = Context.computeFormatOf(*TC, Op);
   if (!Format || *Format == kb::Format::FP32)
     return;
+  checkOptionDefaults(Call, TC->Args, Format, Ctx);
   const FormatLimits &Limits = limitsOf(*Format);
   const char *Name = kb::toString(*Format);
   for (const kb::ValueArg &VA : Op->ValueArgs) {
     const Expr *Arg = valueArgument(*TC, *Op, VA.Index);
     if (!Arg)
       continue;
-    auto V = evaluateNumber(Arg, Ctx);
+    const bool Fill = VA.Role == "fill";
+    auto V = hazardousValue(Arg, Ctx, [&](double X) {
+      return overflows(X, *Format) || (!Fill && flushesToZero(X, *Format));
+    });
     if (!V)
       continue;
     Subject About{&Call, Op, "", "warning", Name};
-    if (overflows(*V, *Format)) {
+    if (overflows(V->Value, *Format)) {
       About.Risk = "overflow";
       report(Ctx, About, Arg->getBeginLoc(),
-             TC->spelled() + " " + VA.Role + " value " + formatNumber(*V) +
+             TC->spelled() + " " + VA.Role + " value " + spelled(*V) +
                  " cannot be represented in " + Name + " (largest finite value " +
                  formatNumber(Limits.Max) + "): the op fails or produces inf",
              VA.Role == "fill"
@@ -87,10 +117,10 @@ void Fp16ConstantRangeCheck::checkValueArguments(const CallExpr &Call, ASTContex
                  : std::string("use a bound within ") + formatNumber(Limits.Max) +
                        ", or upcast with .to(torch::kFloat) first",
              Why);
-    } else if (VA.Role != "fill" && flushesToZero(*V, *Format)) {
+    } else {
       About.Risk = "underflow";
       report(Ctx, About, Arg->getBeginLoc(),
-             TC->spelled() + " " + VA.Role + " value " + formatNumber(*V) + " rounds to 0 in " +
+             TC->spelled() + " " + VA.Role + " value " + spelled(*V) + " rounds to 0 in " +
                  Name + " (smallest subnormal " + formatNumber(Limits.MinSubnormal) + ")",
              std::string("use a value of at least ") + formatNumber(Limits.MinNormal) +
                  " (the smallest normal), or compute in fp32 with .to(torch::kFloat)",
@@ -117,25 +147,135 @@ void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, AS
     Format = kb::Format::BF16;
   else
     return;
-  auto V = evaluateNumber(Call.getArg(0), Ctx);
+  auto V = hazardousValue(Call.getArg(0), Ctx, [&](double X) {
+    return flushesToZero(X, Format) || overflows(X, Format);
+  });
   if (!V)
     return;
   const FormatLimits &Limits = limitsOf(Format);
   std::string Spelled = Option->Class + "::" + Option->Setter;
   Subject About{&Call, nullptr, "underflow", "warning", kb::toString(Format)};
-  if (flushesToZero(*V, Format))
+  if (flushesToZero(V->Value, Format))
     report(Ctx, About, Call.getArg(0)->getBeginLoc(),
-           Spelled + "(" + formatNumber(*V) + ") is 0 in " + kb::toString(Format) +
+           Spelled + "(" + spelled(*V) + ") is 0 in " + kb::toString(Format) +
                ": below the smallest subnormal " + formatNumber(Limits.MinSubnormal) +
                ", so the " + Option->Role + " no longer guards the division",
            std::string("use ") + Option->Setter + "(1e-4) or larger in " + kb::toString(Format) +
                ", or keep fp32 master weights and optimizer state",
            Why);
-  else if (overflows(*V, Format))
+  else
     report(Ctx, (About.Risk = "overflow", About), Call.getArg(0)->getBeginLoc(),
-           Spelled + "(" + formatNumber(*V) + ") cannot be represented in " +
+           Spelled + "(" + spelled(*V) + ") cannot be represented in " +
                kb::toString(Format) + " (largest finite value " + formatNumber(Limits.Max) + ")",
            "use a value within the format's range", Why);
+}
+
+/// The options class an argument passes, and the setters written on it: along the chain
+/// `Options().p(2).dim(1)`, and on a local options object anywhere in its function. Nullopt
+/// when the object comes from somewhere not followed (a parameter, a member).
+static std::optional<std::pair<std::string, std::set<std::string>>>
+optionsWritten(const Expr *Arg, const ValueFlow &Flow) {
+  std::set<std::string> Setters;
+  const Expr *E = Arg;
+  for (int Depth = 0; E && Depth < 32; ++Depth) {
+    E = E->IgnoreImplicit()->IgnoreParens();
+    if (const auto *Default = dyn_cast<CXXDefaultArgExpr>(E)) {
+      E = Default->getExpr();
+      continue;
+    }
+    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(E)) {
+      if (const CXXMethodDecl *M = Member->getMethodDecl(); M && M->getIdentifier())
+        Setters.insert(M->getName().str());
+      E = Member->getImplicitObjectArgument();
+      continue;
+    }
+    if (const auto *Construct = dyn_cast<CXXConstructExpr>(E)) {
+      // A copy or move of another options object: follow it.
+      if (Construct->getNumArgs() == 1 && Construct->getConstructor()->isCopyOrMoveConstructor()) {
+        E = Construct->getArg(0);
+        continue;
+      }
+      const CXXRecordDecl *RD = Construct->getType()->getAsCXXRecordDecl();
+      if (!RD || !RD->getIdentifier())
+        return std::nullopt;
+      return std::make_pair(RD->getName().str(), Setters);
+    }
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+      const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+      if (!Var || !Var->isLocalVarDecl() || isa<ParmVarDecl>(Var) || !Var->getInit())
+        return std::nullopt;
+      // Setters called on the local after its initializer count as written.
+      if (const auto *FD = dyn_cast_or_null<FunctionDecl>(Var->getParentFunctionOrMethod()))
+        visitDescendants(FD->getBody(), [&](const Stmt *S) {
+          if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S))
+            if (const auto *Object = dyn_cast<DeclRefExpr>(
+                    Member->getImplicitObjectArgument()->IgnoreParenImpCasts()))
+              if (Object->getDecl() == Var && Member->getMethodDecl() &&
+                  Member->getMethodDecl()->getIdentifier())
+                Setters.insert(Member->getMethodDecl()->getName().str());
+          return true;
+        });
+      (void)Flow;
+      E = Var->getInit();
+      continue;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+void Fp16ConstantRangeCheck::checkOptionDefaults(const Expr &Call, llvm::ArrayRef<const Expr *> Args,
+                                                 std::optional<kb::Format> Format,
+                                                 ASTContext &Ctx) {
+  PrecisionReason Why = precisionContext(Ctx).at(Call);
+  const Expr *Params = Format ? nullptr : constructedOptimizerParameters(&Call);
+  if (Params) {
+    // An optimizer's state has its parameters' type: the parameters it is given decide, not
+    // the function around it (another instance of the model may be the half one).
+    const FunctionDecl *F = precisionContext(Ctx).enclosingFunction(Call);
+    auto Of = F && F->getBody() ? parameterFormat(Params, *F, precisionContext(Ctx), Ctx)
+                                : std::nullopt;
+    if (!Of || Of->Value == kb::Format::FP32)
+      return;
+    Format = Of->Value;
+    Why = PrecisionReason{Of->Value == kb::Format::BF16 ? kb::Precision::BF16 : kb::Precision::FP16,
+                          Of->Where, Of->Why};
+  }
+  if (!Format) {
+    // A module built with options: its state has the parameters' type, half only in a model
+    // converted to half (not under autocast, whose parameters are fp32).
+    if (Why.Value == kb::Precision::FP16)
+      Format = kb::Format::FP16;
+    else if (Why.Value == kb::Precision::BF16)
+      Format = kb::Format::BF16;
+    else
+      return;
+  }
+  for (const Expr *Arg : Args) {
+    auto Written = optionsWritten(Arg, ValueFlow::get(Ctx));
+    if (!Written)
+      continue;
+    for (const kb::OptionValue &Option : knowledgeBase()->optionValues()) {
+      if (Option.Class != Written->first || !Option.Default || Written->second.count(Option.Setter))
+        continue;
+      const double V = *Option.Default;
+      if (!flushesToZero(V, *Format) && !overflows(V, *Format))
+        continue;
+      const char *Name = kb::toString(*Format);
+      std::string Spelled = Option.Class + "::" + Option.Setter;
+      Subject About{&Call, nullptr, flushesToZero(V, *Format) ? "underflow" : "overflow",
+                    "warning", Name};
+      SourceLocation At = isa<CXXDefaultArgExpr>(Arg->IgnoreImplicit()) ? Call.getBeginLoc()
+                                                                         : Arg->getBeginLoc();
+      report(Ctx, About, At,
+             Option.Class + "'s default " + Option.Setter + " " + formatNumber(V) +
+                 (flushesToZero(V, *Format) ? " is 0 in " : " cannot be represented in ") +
+                 Name + ": the " + Option.Role + " no longer guards what it should",
+             std::string("set it: .") + Option.Setter + "(1e-4) or larger in " + Name +
+                 ", or compute in fp32 with .to(torch::kFloat)",
+             Why);
+    }
+  }
 }
 
 namespace {
@@ -165,9 +305,6 @@ void Fp16ConstantRangeCheck::checkEpsilonAddition(const CXXOperatorCallExpr &Op,
   auto [Tensor, Constant] = tensorAndNumber(Op);
   if (!Tensor || !Constant)
     return;
-  auto V = evaluateNumber(Constant, Ctx);
-  if (!V)
-    return;
   const PrecisionContext &Context = precisionContext(Ctx);
   PrecisionReason Why = Context.at(Op);
   if (Why.Value != kb::Precision::FP16 && Why.Value != kb::Precision::BF16)
@@ -176,11 +313,12 @@ void Fp16ConstantRangeCheck::checkEpsilonAddition(const CXXOperatorCallExpr &Op,
   kb::Format Format = Known ? *Known
                             : (Why.Value == kb::Precision::FP16 ? kb::Format::FP16
                                                                 : kb::Format::BF16);
-  if (!flushesToZero(*V, Format))
+  auto V = hazardousValue(Constant, Ctx, [&](double X) { return flushesToZero(X, Format); });
+  if (!V)
     return;
   Subject About{&Op, nullptr, "underflow", "warning", kb::toString(Format)};
   report(Ctx, About, Constant->getBeginLoc(),
-         "adding " + formatNumber(*V) + " to a " + kb::toString(Format) +
+         "adding " + spelled(*V) + " to a " + kb::toString(Format) +
              " tensor is no protection: the sum rounds back to 0 where the tensor is 0 (" +
              kb::toString(Format) + "'s smallest subnormal is " +
              formatNumber(limitsOf(Format).MinSubnormal) + ")",
@@ -210,9 +348,9 @@ void Fp16ConstantRangeCheck::checkOutOfRangeOperand(const CXXOperatorCallExpr &O
   auto [Tensor, Constant] = tensorAndNumber(Op);
   if (!Tensor || !Constant)
     return;
-  auto V = evaluateNumber(Constant, Ctx);
   // fp16 has the smallest range of the half formats: a value it holds, every format holds.
-  if (!V || !overflows(*V, kb::Format::FP16))
+  auto V = hazardousValue(Constant, Ctx, [](double X) { return overflows(X, kb::Format::FP16); });
+  if (!V)
     return;
   const PrecisionContext &Context = precisionContext(Ctx);
   PrecisionReason Why = Context.at(Op);
@@ -224,16 +362,16 @@ void Fp16ConstantRangeCheck::checkOutOfRangeOperand(const CXXOperatorCallExpr &O
   // which the range analysis works out (fp32 for inputs under autocast, fp16 after a
   // lowered op or a conversion, the context's format in a model converted to half).
   kb::Format Format = Ranges->formatOf(Tensor);
-  if (Format == kb::Format::FP32 || !overflows(*V, Format))
+  if (Format == kb::Format::FP32 || !overflows(V->Value, Format))
     return;
   OverloadedOperatorKind Kind = Op.getOperator();
   bool Multiplies = Kind == OO_Star || Kind == OO_StarEqual;
   // A static loss scale beyond 65504 (`loss * 131072.0`) is mpnanny-grad-scaler-config's
   // finding, with the fix that fits it (a dynamic scaler): not reported twice.
-  if (Multiplies && *V > 0 && isLossScaling(Op, Tensor, Constant, Ctx))
+  if (Multiplies && V->Value > 0 && isLossScaling(Op, Tensor, Constant, Ctx))
     return;
   const char *Name = kb::toString(Format);
-  std::string Value = formatNumber(*V);
+  std::string Value = spelled(*V);
   std::string Limit = formatNumber(limitsOf(Format).Max);
   Subject About{&Op, nullptr, "overflow", "warning", Name};
   report(Ctx, About, Constant->getBeginLoc(),

@@ -10,8 +10,9 @@ namespace clang::tidy::mpnanny {
 
 /// Flags literals the half format of the tensor cannot hold: fill values and bounds
 /// beyond its largest finite value (`masked_fill(mask, -1e9)` in fp16), and eps
-/// values that round to zero (`AdamOptions(...).eps(1e-8)`, `x + 1e-8` in fp16), and
-/// half tensors multiplied by or added to such a literal (`(1 - mask) * -1e9`).
+/// values that round to zero (`AdamOptions(...).eps(1e-8)`, `x + 1e-8` in fp16, an options
+/// default left in place), and half tensors multiplied by or added to such a literal
+/// (`(1 - mask) * -1e9`). Values are followed through locals, parameters and members.
 ///
 /// For the user-facing documentation see: knowledge/mpnanny-fp16-constant-range.md
 class Fp16ConstantRangeCheck : public MpnannyCheck {
@@ -24,6 +25,10 @@ public:
 private:
   void checkValueArguments(const CallExpr &Call, ASTContext &Ctx);
   void checkOptionSetter(const CXXMemberCallExpr &Call, ASTContext &Ctx);
+  /// Options objects passed without the setter of a default the format cannot hold
+  /// (`F::normalize(x, F::NormalizeFuncOptions().dim(1))`: eps 1e-12 is 0 in fp16).
+  void checkOptionDefaults(const Expr &Call, llvm::ArrayRef<const Expr *> Args,
+                           std::optional<kb::Format> Format, ASTContext &Ctx);
   void checkEpsilonAddition(const CXXOperatorCallExpr &Op, ASTContext &Ctx);
   void checkOutOfRangeOperand(const CXXOperatorCallExpr &Op, ASTContext &Ctx);
   /// The tensors' formats (autocast policies, inputs fp32 under autocast), per TU.

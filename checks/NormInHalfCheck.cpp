@@ -27,7 +27,6 @@ void NormInHalfCheck::onStartOfTranslationUnit() {
   MpnannyCheck::onStartOfTranslationUnit();
   Context = nullptr;
   NormMembers.clear();
-  Conversions.clear();
 }
 
 static bool inTorchNn(const Decl &D) {
@@ -129,7 +128,6 @@ void NormInHalfCheck::checkConversion(const CXXMemberCallExpr &To, ASTContext &C
   auto Format = conversionFormat(To);
   if (!RD || !Format || !kb::isHalfFormat(*Format))
     return;
-  Conversions.try_emplace(RD->getCanonicalDecl(), To.getBeginLoc());
   // `bn->to(torch::kHalf)` on a norm module itself.
   if (!RD->getIdentifier() || !RD->getName().ends_with("Impl") || !inTorchNn(*RD))
     return;
@@ -167,13 +165,10 @@ void NormInHalfCheck::onEndOfTranslationUnit() {
         continue;
       auto Module = moduleHeldBy(Field->getType());
       std::string Spelled = "torch::nn::" + Module.value_or("BatchNorm");
-      PrecisionReason Why{*Format == kb::Format::FP16 ? kb::Precision::FP16 : kb::Precision::BF16,
-                          SourceLocation(), ""};
-      if (auto It = Conversions.find(Model->getCanonicalDecl()); It != Conversions.end()) {
-        Why.Where = It->second;
-        Why.Why = "the module '" + Model->getNameAsString() + "' is converted to " +
-                  kb::toString(*Format) + " here";
-      }
+      // Where the model is converted: in this file, or another one of the project.
+      PrecisionReason Why = PC.moduleConversionReason(Model).value_or(PrecisionReason{
+          *Format == kb::Format::FP16 ? kb::Precision::FP16 : kb::Precision::BF16,
+          SourceLocation(), ""});
       std::string Message = "member '" + Field->getNameAsString() + "': " +
                             expand(R.Message, Spelled, kb::toString(*Format));
       report(*Context,
@@ -184,7 +179,6 @@ void NormInHalfCheck::onEndOfTranslationUnit() {
     }
   }
   NormMembers.clear();
-  Conversions.clear();
   Context = nullptr;
 }
 

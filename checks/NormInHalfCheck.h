@@ -30,7 +30,6 @@ private:
   // the end of the translation unit.
   ASTContext *Context = nullptr;
   std::vector<std::pair<const FieldDecl *, const kb::Op *>> NormMembers;
-  llvm::DenseMap<const CXXRecordDecl *, SourceLocation> Conversions;
 };
 
 } // namespace clang::tidy::mpnanny

@@ -198,7 +198,7 @@ public:
 
   Risk risk(const YAML::Node &N) const {
     expectMap(N, "a risk");
-    allowKeys(N, {"in", "kind", "severity", "message", "fix"}, "a risk");
+    allowKeys(N, {"in", "kind", "severity", "message", "fix", "uses"}, "a risk");
     Risk R;
     YAML::Node In = N["in"];
     if (!In)
@@ -221,6 +221,11 @@ public:
                             : Severity::Warning;
     R.Message = requiredString(N, "message", "a risk");
     R.Fix = requiredString(N, "fix", "a risk");
+    R.Uses = stringList(N, "uses");
+    static const std::vector<std::string> KnownUses = {"prefix-sum", "log", "divisor", "threshold"};
+    for (const auto &U : R.Uses)
+      if (std::find(KnownUses.begin(), KnownUses.end(), U) == KnownUses.end())
+        fail(N["uses"], "'uses' names prefix-sum, log, divisor or threshold, not '" + U + "'");
     return R;
   }
 

@@ -48,6 +48,10 @@ struct Risk {
   Severity Level = Severity::Warning;
   std::string Message; ///< may use {op} and {precision}
   std::string Fix;
+  /// When not empty, the risk is real only where the op's result reaches one of these uses
+  /// in its function (prefix-sum, log, divisor, threshold): fp16 probabilities are fine as
+  /// attention weights and fatal in a top-p cumsum.
+  std::vector<std::string> Uses;
 };
 
 /// An argument of an op that takes a literal the target format must hold.

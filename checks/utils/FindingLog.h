@@ -28,11 +28,26 @@ struct FindingDetail {
   std::string Fix;
 };
 
+/// A translation unit's user functions that the checks could not look at, because the
+/// compiler reported an error inside them (ParseHealth.h).
+struct ParseSummary {
+  std::string File;          ///< the main file, as the compiler saw it
+  unsigned Functions = 0;    ///< user functions with a body, headers of the project included
+  unsigned Unchecked = 0;    ///< of those, the ones with a compile error inside
+  std::string FirstUnchecked; ///< "name (file:line: first error)"
+};
+
 class FindingLog {
 public:
   static void record(FindingDetail Detail);
   /// Everything recorded so far on this thread, and forgets it.
   static std::vector<FindingDetail> take();
+  static void recordParse(ParseSummary Summary);
+  /// The summaries recorded so far on this thread, and forgets them.
+  static std::vector<ParseSummary> takeParse();
+  /// A translation unit's precision facts, as JSON text (ProjectFacts.h), for the facts pass.
+  static void recordFacts(std::string Json);
+  static std::vector<std::string> takeFacts();
 };
 
 } // namespace mpnanny

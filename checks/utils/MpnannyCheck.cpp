@@ -2,9 +2,13 @@
 #include "MpnannyCheck.h"
 
 #include "FindingLog.h"
+#include "ParseHealth.h"
+#include "ValueFlow.h"
 #include "clang/AST/ASTContext.h"
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <cmath>
@@ -21,13 +25,17 @@ MpnannyCheck::MpnannyCheck(StringRef Name, ClangTidyContext *Context)
   std::string Forced = Options.getLocalOrGlobal("Precision", "").str();
   if (!Forced.empty()) {
     if (auto P = kb::parsePrecision(Forced))
-      ForcedPrecision = P;
+      DeclaredPrecision = P;
     else
       configurationDiag("invalid Precision '%0' for %1: use fp32, fp16, bf16, autocast-fp16 "
                         "or autocast-bf16")
           << Forced << Name;
   }
   RulesDirectory = Options.getLocalOrGlobal("RulesDirectory", "").str();
+  // Read as text: the bool overloads are defined in clang-tidy's own library, which a plugin
+  // loaded into another clang-tidy binary cannot count on.
+  KeepGoing = !llvm::StringRef(Options.getLocalOrGlobal("KeepGoing", "true")).equals_insensitive("false");
+  FactsFile = Options.getLocalOrGlobal("FactsFile", "").str();
   ReportsSystemHeaders = Context->getOptions().SystemHeaders.value_or(false);
   std::string Dir = RulesDirectory.empty() ? kb::KnowledgeBase::defaultDirectory() : RulesDirectory;
   try {
@@ -38,11 +46,75 @@ MpnannyCheck::MpnannyCheck(StringRef Name, ClangTidyContext *Context)
 }
 
 void MpnannyCheck::storeOptions(ClangTidyOptions::OptionMap &Opts) {
-  Options.store(Opts, "Precision", ForcedPrecision ? kb::toString(*ForcedPrecision) : "");
+  Options.store(Opts, "Precision", DeclaredPrecision ? kb::toString(*DeclaredPrecision) : "");
   Options.store(Opts, "RulesDirectory", RulesDirectory);
+  Options.store(Opts, "KeepGoing", KeepGoing ? "true" : "false");
+  Options.store(Opts, "FactsFile", FactsFile);
 }
 
-void MpnannyCheck::onStartOfTranslationUnit() { PrecisionContext::reset(); }
+void MpnannyCheck::registerPPCallbacks(const SourceManager &, Preprocessor *PP, Preprocessor *) {
+  if (KeepGoing && PP)
+    parse_health::keepGoing(*PP);
+}
+
+void MpnannyCheck::ParseSummary::run(const MatchFinder::MatchResult &Result) {
+  parse_health::summarize(Check.precisionContext(*Result.Context), *Result.Context);
+}
+
+void MpnannyCheck::onStartOfTranslationUnit() {
+  PrecisionContext::reset();
+  ValueFlow::reset();
+  Facts.reset();
+  FactsLookedFor = false;
+}
+
+/// mpnanny-facts.json in Dir or a folder above it.
+static std::string factsFileAbove(llvm::StringRef Dir) {
+  llvm::SmallString<256> Path(Dir);
+  while (!Path.empty()) {
+    llvm::SmallString<256> Candidate(Path);
+    llvm::sys::path::append(Candidate, ProjectFacts::FileName);
+    if (llvm::sys::fs::is_regular_file(Candidate))
+      return std::string(Candidate);
+    llvm::StringRef Parent = llvm::sys::path::parent_path(Path);
+    if (Parent == Path)
+      break;
+    Path = Parent;
+  }
+  return "";
+}
+
+const ProjectFacts *MpnannyCheck::projectFacts(ASTContext &Ctx) const {
+  if (FactsLookedFor)
+    return Facts.get();
+  FactsLookedFor = true;
+  if (FactsFile == "none")
+    return nullptr;
+  std::string Path = FactsFile;
+  if (Path.empty()) {
+    // Next to the compilation database: the compile command's folder (clang-tidy makes it the
+    // working directory) is the build folder or below it; then the source's own folders.
+    const SourceManager &SM = Ctx.getSourceManager();
+    if (auto Cwd = SM.getFileManager().getVirtualFileSystem().getCurrentWorkingDirectory())
+      Path = factsFileAbove(*Cwd);
+    if (Path.empty())
+      if (const FileEntry *Main = SM.getFileEntryForID(SM.getMainFileID())) {
+        llvm::SmallString<256> Dir(Main->tryGetRealPathName().empty()
+                                       ? Main->getName()
+                                       : Main->tryGetRealPathName());
+        llvm::sys::path::remove_filename(Dir);
+        Path = factsFileAbove(Dir);
+      }
+    if (Path.empty())
+      return nullptr;
+  }
+  std::string Error;
+  Facts = ProjectFacts::load(Path, Error);
+  if (!Facts)
+    configurationDiag("the project's facts were not read (%0); each file is scanned on its own")
+        << Error;
+  return Facts.get();
+}
 
 std::vector<Decl *> userTopLevelDecls(ASTContext &Ctx) {
   const SourceManager &SM = Ctx.getSourceManager();
@@ -81,11 +153,13 @@ void MpnannyCheck::registerMatchers(MatchFinder *Finder) {
   // set here applies to the whole traversal of every check.
   if (!ReportsSystemHeaders)
     Finder->addMatcher(translationUnitDecl(), &Scope);
+  if (KeepGoing)
+    Finder->addMatcher(translationUnitDecl(), &Summary);
   registerCheckMatchers(Finder);
 }
 
 const PrecisionContext &MpnannyCheck::precisionContext(ASTContext &Ctx) const {
-  return PrecisionContext::get(Ctx, ForcedPrecision);
+  return PrecisionContext::get(Ctx, DeclaredPrecision, projectFacts(Ctx));
 }
 
 namespace {
@@ -138,6 +212,10 @@ static std::string normalizedText(const Stmt *S, const ASTContext &Ctx) {
 void MpnannyCheck::report(ASTContext &Ctx, const Subject &About, SourceLocation Loc,
                           llvm::StringRef Message, llvm::StringRef Fix,
                           const PrecisionReason &Why, std::optional<FixItHint> Exact) {
+  // A function the compiler could not parse whole is not judged on what is left of it.
+  if (parse_health::inBrokenFunction(About.Node ? About.Node->getBeginLoc() : Loc,
+                                     precisionContext(Ctx), Ctx))
+    return;
   const SourceManager &SM = Ctx.getSourceManager();
   SourceLocation Spelled = SM.getFileLoc(Loc);
   ::mpnanny::FindingDetail Detail;
@@ -169,6 +247,10 @@ void MpnannyCheck::report(ASTContext &Ctx, const Subject &About, SourceLocation 
   if (Why.Where.isValid())
     diag(Why.Where, "%0 context: %1", DiagnosticIDs::Note)
         << kb::toString(Why.Value) << Why.Why;
+  else if (Why.Elsewhere.valid())
+    // The reason lies in another file of the project (its facts): named in the text.
+    diag(Loc, "%0 context: %1, at %2", DiagnosticIDs::Note)
+        << kb::toString(Why.Value) << Why.Why << Why.Elsewhere.str();
 }
 
 std::string MpnannyCheck::expand(llvm::StringRef Template, llvm::StringRef Op,

@@ -11,6 +11,7 @@
 
 #include "KnowledgeBase.h"
 #include "PrecisionContext.h"
+#include "ProjectFacts.h"
 #include "clang-tidy/ClangTidyCheck.h"
 #include "clang/ASTMatchers/ASTMatchers.h"
 #include <memory>
@@ -23,6 +24,9 @@ public:
   MpnannyCheck(StringRef Name, ClangTidyContext *Context);
   void storeOptions(ClangTidyOptions::OptionMap &Opts) override;
   void onStartOfTranslationUnit() override;
+  /// Before the parse: asks the compiler to keep going past fatal errors (ParseHealth.h).
+  void registerPPCallbacks(const SourceManager &SM, Preprocessor *PP,
+                           Preprocessor *ModuleExpanderPP) override;
   /// Limits the traversal to the user's code, then lets the check add its matchers.
   void registerMatchers(ast_matchers::MatchFinder *Finder) final;
   bool isLanguageVersionSupported(const LangOptions &LangOpts) const override {
@@ -59,8 +63,12 @@ protected:
   static std::string expand(llvm::StringRef Template, llvm::StringRef Op,
                             llvm::StringRef Precision);
 
-  std::optional<kb::Precision> ForcedPrecision;
+  /// The project's precision (the Precision option), for code that shows none of its own.
+  std::optional<kb::Precision> DeclaredPrecision;
   std::string RulesDirectory;
+  /// The project's facts file (ProjectFacts.h): a path, "none", or "" to look for
+  /// mpnanny-facts.json from the compile command's folder and the file's folder upward.
+  std::string FactsFile;
 
 private:
   /// Sets the translation unit's traversal scope to the top-level declarations outside
@@ -72,10 +80,27 @@ private:
     void run(const ast_matchers::MatchFinder::MatchResult &Result) override;
   };
 
+  /// Logs, once per translation unit, the functions left unchecked by compile errors.
+  class ParseSummary : public ast_matchers::MatchFinder::MatchCallback {
+  public:
+    explicit ParseSummary(const MpnannyCheck &Check) : Check(Check) {}
+    void run(const ast_matchers::MatchFinder::MatchResult &Result) override;
+
+  private:
+    const MpnannyCheck &Check;
+  };
+
+  /// The facts of this translation unit's project, found and read once per unit.
+  const ProjectFacts *projectFacts(ASTContext &Ctx) const;
+
   std::shared_ptr<const kb::KnowledgeBase> KB;
   std::string Name;
+  mutable std::shared_ptr<const ProjectFacts> Facts;
+  mutable bool FactsLookedFor = false;
   UserCodeScope Scope;
+  ParseSummary Summary{*this};
   bool ReportsSystemHeaders = false;
+  bool KeepGoing = true;
 };
 
 /// The top-level declarations of the translation unit that are not in system headers

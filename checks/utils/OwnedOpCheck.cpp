@@ -40,8 +40,17 @@ std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &C
                        ? !Format
                        : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) !=
                                        R.Formats.end();
-    if (Applies)
-      return OwnedCall{*TC, Op, &R, Format, Why};
+    if (!Applies)
+      continue;
+    if (R.Uses.empty())
+      return OwnedCall{*TC, Op, &R, Format, Why, std::nullopt};
+    // A risk real only in some uses of the result: one of them must be reached.
+    std::vector<UseKind> Kinds;
+    for (const std::string &U : R.Uses)
+      if (auto K = parseUseKind(U))
+        Kinds.push_back(*K);
+    if (auto Use = firstUseAs(Call, Kinds, Ctx))
+      return OwnedCall{*TC, Op, &R, Format, Why, Use};
   }
   return std::nullopt;
 }
@@ -52,8 +61,15 @@ void OwnedOpCheck::reportOwned(const OwnedCall &Found, ASTContext &Ctx) {
   std::string Spelled = Found.Call.spelled();
   Subject About{Found.Call.Call, Found.Op, kb::toString(Found.Risk->Kind),
                 kb::toString(Found.Risk->Level), PrecisionName};
-  report(Ctx, About, Found.Call.Call->getExprLoc(),
-         expand(Found.Risk->Message, Spelled, PrecisionName),
+  std::string Message = expand(Found.Risk->Message, Spelled, PrecisionName);
+  if (Found.Use) {
+    static const char *const Phrase[] = {"a cumsum", "a log", "a division", "a comparison"};
+    Message += "; here they reach " + std::string(Phrase[static_cast<int>(Found.Use->Kind)]) +
+               " (line " +
+               std::to_string(Ctx.getSourceManager().getExpansionLineNumber(Found.Use->At->getBeginLoc())) +
+               ")";
+  }
+  report(Ctx, About, Found.Call.Call->getExprLoc(), Message,
          expand(Found.Risk->Fix, Spelled, PrecisionName), Found.Why);
 }
 

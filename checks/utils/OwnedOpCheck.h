@@ -10,6 +10,7 @@
 
 #include "MpnannyCheck.h"
 #include "TorchCalls.h"
+#include "ValueUses.h"
 
 namespace clang::tidy::mpnanny {
 
@@ -26,6 +27,8 @@ protected:
     const kb::Risk *Risk = nullptr;
     std::optional<kb::Format> Format; ///< std::nullopt: autocast refuses the op
     PrecisionReason Why;
+    /// The use that makes the risk real, for a risk that names its `uses:`.
+    std::optional<ValueUse> Use;
   };
   /// std::nullopt unless the call's data is half (precision context, known format, no
   /// fp32 dtype or upcast), the op is owned here, and a warning-level risk applies.

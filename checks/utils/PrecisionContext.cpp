@@ -5,7 +5,10 @@
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Basic/SourceManager.h"
+#include "clang/Index/USRGeneration.h"
+#include "llvm/ADT/DenseSet.h"
 #include <algorithm>
+#include <set>
 
 namespace clang::tidy::mpnanny {
 
@@ -13,45 +16,6 @@ using kb::Format;
 using kb::Precision;
 
 namespace {
-
-struct Toggle {
-  unsigned Offset;
-  bool On;
-  Format Dtype;
-  SourceLocation Where;
-};
-
-struct CallEdge {
-  unsigned Offset;
-  const FunctionDecl *Callee;
-  SourceLocation Where;
-};
-
-/// A user guard object: its constructor turns autocast on until the scope ends.
-struct GuardScope {
-  unsigned Offset;
-  unsigned ScopeEnd;
-  const CXXConstructorDecl *Ctor;
-  SourceLocation Where;
-};
-
-int riskRank(Precision P) {
-  switch (P) {
-  case Precision::FP32: return 0;
-  case Precision::AutocastBF16: return 1;
-  case Precision::AutocastFP16: return 2;
-  case Precision::BF16: return 3;
-  case Precision::FP16: return 4;
-  }
-  return 0;
-}
-
-Precision plainPrecision(Format F) {
-  return F == Format::FP16 ? Precision::FP16 : F == Format::BF16 ? Precision::BF16 : Precision::FP32;
-}
-Precision autocastPrecision(Format F) {
-  return F == Format::BF16 ? Precision::AutocastBF16 : Precision::AutocastFP16;
-}
 
 bool inNamespace(const Decl &D, llvm::StringRef Outer, llvm::StringRef Inner) {
   const auto *NS = dyn_cast<NamespaceDecl>(D.getDeclContext());
@@ -66,24 +30,26 @@ bool isNnModuleRecord(const CXXRecordDecl *RD) {
          inNamespace(*RD, "torch", "nn");
 }
 
+/// The key of a declaration across translation units: its USR. A declaration without one
+/// (none in practice) gets a key that stays within this unit.
+std::string keyOf(const Decl *D) {
+  llvm::SmallString<128> Usr;
+  if (!D || index::generateUSRForDecl(D, Usr))
+    return "local:" + std::to_string(reinterpret_cast<uintptr_t>(D));
+  return std::string(Usr);
+}
 
-} // namespace
+/// The function a call reaches for propagation: the template pattern of an instantiation.
+const FunctionDecl *callTarget(const FunctionDecl *Callee) {
+  if (const FunctionDecl *Pattern = Callee->getTemplateInstantiationPattern())
+    Callee = Pattern;
+  return Callee->getCanonicalDecl();
+}
 
-struct PrecisionContext::FunctionFacts {
-  const FunctionDecl *Decl = nullptr;
-  FileID File;
-  unsigned Begin = 0, End = 0;
-  std::optional<std::pair<Format, SourceLocation>> Marker;
-  std::vector<Toggle> Toggles;
-  std::vector<CallEdge> Calls;
-  std::vector<GuardScope> Guards;
-  PrecisionReason Inherited;
-  /// Autocast state a call of this function leaves behind (a guard's constructor,
-  /// an `enable_amp()` helper).
-  std::optional<Toggle> NetToggle;
-};
-
-namespace {
+Format lowerFormat(Format A, Format B) {
+  auto Rank = [](Format X) { return X == Format::FP16 ? 0 : X == Format::BF16 ? 1 : 2; };
+  return Rank(A) <= Rank(B) ? A : B;
+}
 
 /// Walks the user code of a translation unit, never entering system headers
 /// (LibTorch and the standard library are included with -isystem).
@@ -117,221 +83,9 @@ private:
   const SourceManager &SM;
 };
 
-} // namespace
-
-PrecisionContext::PrecisionContext(ASTContext &Ctx, std::optional<Precision> Forced)
-    : Ctx(Ctx), Forced(Forced) {
-  // Collected even when the precision is forced: the functions name the findings' sites, and
-  // a forced scan exported every site with an empty function (and other ids than a plain scan).
-  collect();
-  if (!Forced)
-    propagate();
-}
-
-PrecisionContext::~PrecisionContext() = default;
-
-namespace {
-struct CacheEntry {
-  ASTContext *Ctx = nullptr;
-  std::optional<Precision> Forced;
-  std::unique_ptr<PrecisionContext> Analysis;
-};
-thread_local std::vector<CacheEntry> Cache;
-} // namespace
-
-const PrecisionContext &PrecisionContext::get(ASTContext &Ctx, std::optional<Precision> Forced) {
-  for (auto &E : Cache)
-    if (E.Ctx == &Ctx && E.Forced == Forced)
-      return *E.Analysis;
-  Cache.push_back({&Ctx, Forced, std::make_unique<PrecisionContext>(Ctx, Forced)});
-  return *Cache.back().Analysis;
-}
-
-void PrecisionContext::reset() { Cache.clear(); }
-
-void PrecisionContext::collect() {
-  const SourceManager &SM = Ctx.getSourceManager();
-  UserFunctionCollector Collector(SM);
-  Collector.TraverseDecl(Ctx.getTranslationUnitDecl());
-
-  auto OffsetOf = [&](SourceLocation L) { return SM.getFileOffset(SM.getExpansionLoc(L)); };
-
-  // The autocast dtypes are process state: a setter anywhere in the TU applies.
-  Format GpuDtype = Format::FP16, CpuDtype = Format::BF16;
-  struct PendingToggle {
-    FunctionFacts *F;
-    unsigned Offset;
-    bool On;
-    bool Cpu;
-    SourceLocation Where;
-  };
-  std::vector<PendingToggle> Pending;
-
-  for (const FunctionDecl *FD : Collector.Found) {
-    auto Facts = std::make_unique<FunctionFacts>();
-    Facts->Decl = FD;
-    SourceRange R = FD->getSourceRange();
-    SourceLocation B = SM.getExpansionLoc(R.getBegin()), E = SM.getExpansionLoc(R.getEnd());
-    Facts->File = SM.getFileID(B);
-    if (SM.getFileID(E) != Facts->File)
-      continue;
-    Facts->Begin = SM.getFileOffset(B);
-    Facts->End = SM.getFileOffset(E);
-    FunctionFacts &F = *Facts;
-
-    // An explicit stack rather than recursion: generated code nests expressions thousands
-    // deep (a sum of 10k terms), deeper than a thread's stack. Pre-order, children in order.
-    std::vector<std::pair<const Stmt *, unsigned>> Work = {{FD->getBody(), Facts->End}};
-    while (!Work.empty()) {
-      const Stmt *S = Work.back().first;
-      unsigned ScopeEnd = Work.back().second;
-      Work.pop_back();
-      if (!S)
-        continue;
-      if (const auto *CS = dyn_cast<CompoundStmt>(S))
-        ScopeEnd = OffsetOf(CS->getRBracLoc());
-      // Comparisons test a dtype; they do not convert to it.
-      if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isEqualityOp())
-        continue;
-      if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
-          OC && (OC->getOperator() == OO_EqualEqual || OC->getOperator() == OO_ExclaimEqual))
-        continue;
-      if (const auto *Call = dyn_cast<CallExpr>(S)) {
-        const FunctionDecl *Callee = Call->getDirectCallee();
-        if (Callee && Callee->getIdentifier() && inNamespace(*Callee, "at", "autocast")) {
-          llvm::StringRef N = Callee->getName();
-          auto ArgBool = [&](unsigned I) {
-            if (I >= Call->getNumArgs())
-              return true;
-            auto V = evaluateNumber(Call->getArg(I), Ctx);
-            return !V || *V != 0;
-          };
-          auto ArgIsCpu = [&](unsigned I) {
-            if (I >= Call->getNumArgs())
-              return false;
-            bool Cpu = false;
-            visitDescendants(Call->getArg(I), [&](const Stmt *X) {
-              if (const auto *Ref = dyn_cast<DeclRefExpr>(X))
-                if (Ref->getDecl()->getIdentifier() &&
-                    Ref->getDecl()->getName().contains_insensitive("cpu"))
-                  Cpu = true;
-              return !Cpu;
-            });
-            return Cpu;
-          };
-          SourceLocation Where = SM.getExpansionLoc(Call->getBeginLoc());
-          if (N == "set_enabled")
-            Pending.push_back({&F, OffsetOf(Call->getBeginLoc()), ArgBool(0), false, Where});
-          else if (N == "set_cpu_enabled")
-            Pending.push_back({&F, OffsetOf(Call->getBeginLoc()), ArgBool(0), true, Where});
-          else if (N == "set_autocast_enabled")
-            Pending.push_back({&F, OffsetOf(Call->getBeginLoc()), ArgBool(1), ArgIsCpu(0), Where});
-          else if (N == "set_autocast_gpu_dtype" || N == "set_autocast_cpu_dtype" ||
-                   N == "set_autocast_dtype") {
-            bool Cpu = N == "set_autocast_cpu_dtype" || (N == "set_autocast_dtype" && ArgIsCpu(0));
-            if (auto D = dtypeNamedIn(Call->getArg(Call->getNumArgs() - 1)))
-              (Cpu ? CpuDtype : GpuDtype) = *D;
-          }
-          continue; // dtype names inside autocast calls are not conversions
-        }
-        if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {
-          if (const CXXMethodDecl *M = Member->getMethodDecl(); M && M->getIdentifier()) {
-            llvm::StringRef N = M->getName();
-            if ((N == "half" || N == "bfloat16") && Call->getNumArgs() == 0 && !F.Marker)
-              F.Marker = {N == "half" ? Format::FP16 : Format::BF16,
-                          SM.getExpansionLoc(Call->getExprLoc())};
-            if (N == "to" && isNnModuleRecord(M->getParent()))
-              if (const CXXRecordDecl *Obj = objectRecordOf(*Member);
-                  Obj && !isNnModuleRecord(Obj))
-                for (const Expr *Arg : Call->arguments())
-                  if (auto D = lowestDtypeIn(Arg)) {
-                    if (*D != Format::FP32)
-                      markConverted(Obj, *D, SM.getExpansionLoc(Call->getBeginLoc()));
-                    break;
-                  }
-          }
-        }
-        // Calls into other user functions, for propagation; module calls through
-        // a ModuleHolder<UserImpl> reach UserImpl::forward.
-        if (Callee) {
-          const FunctionDecl *Target = Callee;
-          if (const FunctionDecl *Pattern = Callee->getTemplateInstantiationPattern())
-            Target = Pattern;
-          F.Calls.push_back({OffsetOf(Call->getBeginLoc()), Target->getCanonicalDecl(),
-                             SM.getExpansionLoc(Call->getBeginLoc())});
-          if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Call);
-              Op && Op->getOperator() == OO_Call)
-            if (const auto *M = dyn_cast<CXXMethodDecl>(Callee))
-              if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(M->getParent());
-                  Spec && Spec->getName() == "ModuleHolder" && Spec->getTemplateArgs().size() > 0 &&
-                  Spec->getTemplateArgs()[0].getKind() == TemplateArgument::Type)
-                if (const auto *Impl =
-                        Spec->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl())
-                  if (Impl->hasDefinition())
-                    for (const auto *Method : Impl->methods())
-                      if (Method->getIdentifier() && Method->getName() == "forward")
-                        F.Calls.push_back({OffsetOf(Call->getBeginLoc()),
-                                           Method->getCanonicalDecl(),
-                                           SM.getExpansionLoc(Call->getBeginLoc())});
-        }
-      }
-      if (const auto *Construct = dyn_cast<CXXConstructExpr>(S))
-        if (const CXXConstructorDecl *Ctor = Construct->getConstructor())
-          F.Guards.push_back({OffsetOf(Construct->getBeginLoc()), ScopeEnd,
-                              cast<CXXConstructorDecl>(Ctor->getCanonicalDecl()),
-                              SM.getExpansionLoc(Construct->getBeginLoc())});
-      if (const auto *Ref = dyn_cast<DeclRefExpr>(S))
-        if (auto D = formatOfDtypeName(*Ref->getDecl()); D && *D != Format::FP32 && !F.Marker)
-          F.Marker = {*D, SM.getExpansionLoc(Ref->getLocation())};
-      const size_t FirstChild = Work.size();
-      for (const Stmt *Child : S->children())
-        Work.push_back({Child, ScopeEnd});
-      std::reverse(Work.begin() + FirstChild, Work.end());
-    }
-    ByDecl[FD->getCanonicalDecl()] = Facts.get();
-    Functions.push_back(std::move(Facts));
-  }
-
-  for (const CXXRecordDecl *RD : Collector.Records) {
-    SourceLocation B = SM.getExpansionLoc(RD->getBeginLoc()), E = SM.getExpansionLoc(RD->getEndLoc());
-    if (SM.getFileID(B) == SM.getFileID(E))
-      Records.push_back({RD, SM.getFileID(B), SM.getFileOffset(B), SM.getFileOffset(E)});
-  }
-
-  for (const PendingToggle &P : Pending)
-    P.F->Toggles.push_back({P.Offset, P.On, P.Cpu ? CpuDtype : GpuDtype, P.Where});
-  for (auto &F : Functions)
-    std::sort(F->Toggles.begin(), F->Toggles.end(),
-              [](const Toggle &A, const Toggle &B) { return A.Offset < B.Offset; });
-
-  // What calling a function leaves behind; then calls of such functions, and guard
-  // objects built by such constructors, become toggles of their callers.
-  for (auto &F : Functions)
-    if (!F->Toggles.empty())
-      F->NetToggle = F->Toggles.back();
-  for (auto &F : Functions) {
-    for (const CallEdge &C : F->Calls) {
-      auto It = ByDecl.find(C.Callee);
-      if (It != ByDecl.end() && It->second != F.get() && It->second->NetToggle &&
-          !isa<CXXConstructorDecl>(It->second->Decl))
-        F->Toggles.push_back({C.Offset, It->second->NetToggle->On,
-                              It->second->NetToggle->Dtype, C.Where});
-    }
-    for (const GuardScope &G : F->Guards) {
-      auto It = ByDecl.find(G.Ctor);
-      if (It == ByDecl.end() || !It->second->NetToggle || !It->second->NetToggle->On)
-        continue;
-      F->Toggles.push_back({G.Offset, true, It->second->NetToggle->Dtype, G.Where});
-      F->Toggles.push_back({G.ScopeEnd, false, It->second->NetToggle->Dtype, G.Where});
-    }
-    std::stable_sort(F->Toggles.begin(), F->Toggles.end(),
-                     [](const Toggle &A, const Toggle &B) { return A.Offset < B.Offset; });
-  }
-}
-
 /// The module class a field holds: torch::nn::ModuleHolder<X> (or a TORCH_MODULE
 /// class derived from it) and std::shared_ptr<X> both give X.
-static const CXXRecordDecl *heldModule(QualType T) {
+const CXXRecordDecl *heldModule(QualType T) {
   const CXXRecordDecl *RD = T->getAsCXXRecordDecl();
   for (int Depth = 0; RD && Depth < 2; ++Depth) {
     if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD))
@@ -346,84 +100,389 @@ static const CXXRecordDecl *heldModule(QualType T) {
   return nullptr;
 }
 
-void PrecisionContext::markConverted(const CXXRecordDecl *RD, Format F, SourceLocation Where) {
-  // module->to(dtype) converts every registered submodule too.
-  if (!RD || !RD->hasDefinition() || !Converted.try_emplace(RD->getCanonicalDecl(), F, Where).second)
-    return;
-  for (const FieldDecl *Field : RD->getDefinition()->fields())
-    if (const CXXRecordDecl *Sub = heldModule(Field->getType()))
-      if (!Ctx.getSourceManager().isInSystemHeader(Sub->getLocation()))
-        markConverted(Sub, F, Where);
+/// The member or variable an expression names (`dtype_`, `cfg.dtype`, `kModelDtype`).
+const ValueDecl *namedValue(const Expr *E) {
+  E = E ? E->IgnoreParenImpCasts() : nullptr;
+  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
+    return Ref->getDecl();
+  if (const auto *Member = dyn_cast_or_null<MemberExpr>(E))
+    return Member->getMemberDecl();
+  return nullptr;
 }
 
-PrecisionReason PrecisionContext::precisionIn(const FunctionFacts &F, SourceLocation Loc) const {
+/// A member, a static member or a global: a value whose dtype can be set in one place and
+/// read in another (not a local, whose initializer the code at hand already shows).
+bool holdsProjectValue(const ValueDecl *D) {
+  if (isa_and_nonnull<FieldDecl>(D))
+    return true;
+  const auto *Var = dyn_cast_or_null<VarDecl>(D);
+  return Var && !Var->isLocalVarDecl() && !isa<ParmVarDecl>(Var);
+}
+
+} // namespace
+
+PrecisionContext::PrecisionContext(ASTContext &Ctx, std::optional<Precision> Declared,
+                                   const ProjectFacts *Facts)
+    : Ctx(Ctx), Declared(Declared), Facts(Facts) {
+  collect();
+  applyFacts();
+  if (Declared)
+    Model.Baseline = PrecisionReason{*Declared, SourceLocation(),
+                                     "the project declares it (the Precision option)", {}};
+  Model.resolve();
+}
+
+PrecisionContext::~PrecisionContext() = default;
+
+namespace {
+struct CacheEntry {
+  ASTContext *Ctx = nullptr;
+  std::optional<Precision> Declared;
+  const ProjectFacts *Facts = nullptr;
+  std::unique_ptr<PrecisionContext> Analysis;
+};
+thread_local std::vector<CacheEntry> Cache;
+} // namespace
+
+const PrecisionContext &PrecisionContext::get(ASTContext &Ctx, std::optional<Precision> Declared,
+                                              const ProjectFacts *Facts) {
+  for (auto &E : Cache)
+    if (E.Ctx == &Ctx && E.Declared == Declared && E.Facts == Facts)
+      return *E.Analysis;
+  Cache.push_back({&Ctx, Declared, Facts, std::make_unique<PrecisionContext>(Ctx, Declared, Facts)});
+  return *Cache.back().Analysis;
+}
+
+void PrecisionContext::reset() { Cache.clear(); }
+
+Place PrecisionContext::placeOf(SourceLocation Loc) const {
   const SourceManager &SM = Ctx.getSourceManager();
-  unsigned Offset = Loc.isValid() ? SM.getFileOffset(SM.getExpansionLoc(Loc)) : F.End;
-  const Toggle *Last = nullptr;
-  for (const Toggle &T : F.Toggles)
-    if (T.Offset <= Offset)
-      Last = &T;
-  if (Last && Last->On)
-    return {autocastPrecision(Last->Dtype), Last->Where, "autocast is enabled here"};
-  if (!Last && kb::isAutocast(F.Inherited.Value))
-    return F.Inherited;
-  if (F.Marker)
-    return {plainPrecision(F.Marker->first), F.Marker->second,
-            std::string("this function converts to ") + kb::toString(F.Marker->first) + " here"};
-  if (const auto *M = dyn_cast<CXXMethodDecl>(F.Decl))
-    if (auto It = Converted.find(M->getParent()->getCanonicalDecl()); It != Converted.end())
-      return {plainPrecision(It->second.first), It->second.second,
-              "the module '" + M->getParent()->getNameAsString() + "' is converted to " +
-                  kb::toString(It->second.first) + " here"};
-  if (Last && !Last->On)
-    return {Precision::FP32, Last->Where, "autocast is disabled here"};
-  return F.Inherited;
+  Place P;
+  if (Loc.isInvalid())
+    return P;
+  PresumedLoc PL = SM.getPresumedLoc(SM.getExpansionLoc(Loc));
+  if (PL.isInvalid())
+    return P;
+  P.File = PL.getFilename();
+  P.Line = PL.getLine();
+  P.Column = PL.getColumn();
+  return P;
 }
 
-void PrecisionContext::propagate() {
-  // Callees inherit the riskiest context they are called from; a handful of rounds
-  // reaches the fixed point for any realistic call depth.
-  for (int Round = 0; Round < 16; ++Round) {
-    bool Changed = false;
-    for (auto &F : Functions)
-      for (const CallEdge &C : F->Calls) {
-        auto It = ByDecl.find(C.Callee);
-        if (It == ByDecl.end() || It->second == F.get())
-          continue;
-        PrecisionReason Here = precisionIn(*F, C.Where);
-        FunctionFacts &G = *It->second;
-        if (riskRank(Here.Value) > riskRank(G.Inherited.Value)) {
-          G.Inherited = {Here.Value, C.Where,
-                         "called from '" + F->Decl->getNameAsString() + "' in " +
-                             kb::toString(Here.Value) + " context here"};
-          Changed = true;
+void PrecisionContext::collect() {
+  const SourceManager &SM = Ctx.getSourceManager();
+  UserFunctionCollector Collector(SM);
+  Collector.TraverseDecl(Ctx.getTranslationUnitDecl());
+
+  // Classes first: a conversion marks the modules a class holds, found through its fields.
+  for (const CXXRecordDecl *RD : Collector.Records) {
+    std::string Key = keyOf(RD->getCanonicalDecl());
+    Model.ClassNames[Key] = RD->getNameAsString();
+    for (const FieldDecl *Field : RD->fields())
+      if (const CXXRecordDecl *Sub = heldModule(Field->getType()))
+        if (!SM.isInSystemHeader(Sub->getLocation()))
+          Model.Submodules[Key].push_back(keyOf(Sub->getCanonicalDecl()));
+    SourceLocation B = SM.getExpansionLoc(RD->getBeginLoc()), E = SM.getExpansionLoc(RD->getEndLoc());
+    if (SM.getFileID(B) == SM.getFileID(E))
+      Records.push_back({RD, SM.getFileID(B), SM.getFileOffset(B), SM.getFileOffset(E)});
+  }
+  collectDtypes(Collector.Found, Collector.Records);
+
+  // The autocast dtypes are process state: a setter anywhere in the unit applies, so
+  // switches get their dtype once every function has been read.
+  std::vector<std::pair<ModelToggle *, bool>> CpuToggles;
+  std::vector<std::pair<std::string, Span>> Found;
+  for (const FunctionDecl *FD : Collector.Found) {
+    SourceRange R = FD->getSourceRange();
+    SourceLocation B = SM.getExpansionLoc(R.getBegin()), E = SM.getExpansionLoc(R.getEnd());
+    if (SM.getFileID(E) != SM.getFileID(B))
+      continue;
+    Span S{FD, keyOf(callTarget(FD)), SM.getFileID(B), SM.getFileOffset(B), SM.getFileOffset(E)};
+    ModelFunction &F = Model.Functions[S.Key];
+    SpanOf[FD->getCanonicalDecl()] = Spans.size();
+    // A function read twice in one unit (an inline function of a header seen through a
+    // precompiled header and again) keeps its first reading.
+    if (!F.Key.empty()) {
+      Spans.push_back(std::move(S));
+      continue;
+    }
+    F.Key = S.Key;
+    F.Name = FD->getQualifiedNameAsString();
+    if (const auto *M = dyn_cast<CXXMethodDecl>(FD))
+      F.Class = keyOf(M->getParent()->getCanonicalDecl());
+    F.IsConstructor = isa<CXXConstructorDecl>(FD);
+    collectFunction(*FD, S, F, CpuToggles);
+    Spans.push_back(std::move(S));
+  }
+  for (auto &[Toggle, Cpu] : CpuToggles)
+    Toggle->Dtype = Cpu ? CpuAutocastDtype : GpuAutocastDtype;
+  for (auto &[Key, F] : Model.Functions)
+    std::stable_sort(F.Toggles.begin(), F.Toggles.end(),
+                     [](const ModelToggle &A, const ModelToggle &B) { return A.Order < B.Order; });
+}
+
+void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, ModelFunction &F,
+                                       std::vector<std::pair<ModelToggle *, bool>> &CpuToggles) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  auto OffsetOf = [&](SourceLocation L) { return SM.getFileOffset(SM.getExpansionLoc(L)); };
+  auto SeenAt = [&](SourceLocation L) { return Seen{SM.getExpansionLoc(L), Place()}; };
+  std::vector<std::pair<unsigned, bool>> PendingToggles; // index into F.Toggles, cpu
+  llvm::DenseSet<const Stmt *> OpsOwnDtypes; // dtype names an op computes in (not markers)
+  // An explicit stack rather than recursion: generated code nests expressions thousands
+  // deep (a sum of 10k terms), deeper than a thread's stack. Pre-order, children in order.
+  std::vector<std::pair<const Stmt *, unsigned>> Work = {{FD.getBody(), Where.End}};
+  while (!Work.empty()) {
+    const Stmt *S = Work.back().first;
+    unsigned ScopeEnd = Work.back().second;
+    Work.pop_back();
+    if (!S)
+      continue;
+    if (const auto *CS = dyn_cast<CompoundStmt>(S))
+      ScopeEnd = OffsetOf(CS->getRBracLoc());
+    // Comparisons test a dtype; they do not convert to it.
+    if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isEqualityOp())
+      continue;
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
+        OC && (OC->getOperator() == OO_EqualEqual || OC->getOperator() == OO_ExclaimEqual))
+      continue;
+    if (const auto *Call = dyn_cast<CallExpr>(S)) {
+      const FunctionDecl *Callee = Call->getDirectCallee();
+      if (Callee && Callee->getIdentifier() && inNamespace(*Callee, "at", "autocast")) {
+        llvm::StringRef N = Callee->getName();
+        auto ArgBool = [&](unsigned I) {
+          if (I >= Call->getNumArgs())
+            return true;
+          auto V = evaluateNumber(Call->getArg(I), Ctx);
+          return !V || *V != 0;
+        };
+        auto ArgIsCpu = [&](unsigned I) {
+          if (I >= Call->getNumArgs())
+            return false;
+          bool Cpu = false;
+          visitDescendants(Call->getArg(I), [&](const Stmt *X) {
+            if (const auto *Ref = dyn_cast<DeclRefExpr>(X))
+              if (Ref->getDecl()->getIdentifier() &&
+                  Ref->getDecl()->getName().contains_insensitive("cpu"))
+                Cpu = true;
+            return !Cpu;
+          });
+          return Cpu;
+        };
+        auto Switch = [&](bool On, bool Cpu) {
+          F.Toggles.push_back({OffsetOf(Call->getBeginLoc()), On, Format::FP16,
+                               SeenAt(Call->getBeginLoc())});
+          PendingToggles.push_back({F.Toggles.size() - 1, Cpu});
+        };
+        if (N == "set_enabled")
+          Switch(ArgBool(0), false);
+        else if (N == "set_cpu_enabled")
+          Switch(ArgBool(0), true);
+        else if (N == "set_autocast_enabled")
+          Switch(ArgBool(1), ArgIsCpu(0));
+        else if (N == "set_autocast_gpu_dtype" || N == "set_autocast_cpu_dtype" ||
+                 N == "set_autocast_dtype") {
+          bool Cpu = N == "set_autocast_cpu_dtype" || (N == "set_autocast_dtype" && ArgIsCpu(0));
+          if (auto D = dtypeNamedIn(Call->getArg(Call->getNumArgs() - 1)))
+            (Cpu ? CpuAutocastDtype : GpuAutocastDtype) = *D;
+        }
+        continue; // dtype names inside autocast calls are not conversions
+      }
+      if (auto TC = classifyTorchCall(*Call); TC && dtypeIsTheResultsOnly(*TC))
+        for (const Expr *Arg : TC->Args)
+          visitDescendants(Arg, [&](const Stmt *X) {
+            if (isa<DeclRefExpr>(X) || isa<MemberExpr>(X))
+              OpsOwnDtypes.insert(X);
+            return true;
+          });
+      std::string Object;
+      if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {
+        const CXXRecordDecl *Obj = objectRecordOf(*Member);
+        if (Obj && !isNnModuleRecord(Obj) && !Ctx.getSourceManager().isInSystemHeader(Obj->getLocation()))
+          Object = keyOf(Obj->getCanonicalDecl());
+        if (const CXXMethodDecl *M = Member->getMethodDecl(); M && M->getIdentifier()) {
+          llvm::StringRef N = M->getName();
+          if ((N == "half" || N == "bfloat16") && Call->getNumArgs() == 0 && !F.Marker)
+            F.Marker = {N == "half" ? Format::FP16 : Format::BF16, SeenAt(Call->getExprLoc())};
+          if (N == "to" && isNnModuleRecord(M->getParent()) && Obj && !isNnModuleRecord(Obj))
+            for (const Expr *Arg : Call->arguments())
+              if (auto D = lowestDtypeIn(Arg)) {
+                Model.markConverted(keyOf(Obj->getCanonicalDecl()), *D,
+                                    SeenAt(Call->getBeginLoc()));
+                if (*D != Format::FP32) {
+                  // `this->to(kHalf)` in a method: calling it converts its object.
+                  if (isa<CXXThisExpr>(Member->getImplicitObjectArgument()->IgnoreParenImpCasts()) &&
+                      !F.ConvertsThis)
+                    F.ConvertsThis = {*D, SeenAt(Call->getBeginLoc())};
+                }
+                break;
+              }
         }
       }
-    if (!Changed)
-      break;
+      // Calls into other user functions, for propagation; module calls through
+      // a ModuleHolder<UserImpl> reach UserImpl::forward.
+      if (Callee) {
+        F.Calls.push_back({OffsetOf(Call->getBeginLoc()), keyOf(callTarget(Callee)), Object,
+                           SeenAt(Call->getBeginLoc())});
+        if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Call); Op && Op->getOperator() == OO_Call)
+          if (const auto *M = dyn_cast<CXXMethodDecl>(Callee))
+            if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(M->getParent());
+                Spec && Spec->getName() == "ModuleHolder" && Spec->getTemplateArgs().size() > 0 &&
+                Spec->getTemplateArgs()[0].getKind() == TemplateArgument::Type)
+              if (const auto *Impl = Spec->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl())
+                if (Impl->hasDefinition())
+                  for (const auto *Method : Impl->methods())
+                    if (Method->getIdentifier() && Method->getName() == "forward")
+                      F.Calls.push_back({OffsetOf(Call->getBeginLoc()),
+                                         keyOf(callTarget(Method)), "",
+                                         SeenAt(Call->getBeginLoc())});
+      }
+    }
+    if (const auto *Construct = dyn_cast<CXXConstructExpr>(S))
+      if (const CXXConstructorDecl *Ctor = Construct->getConstructor())
+        F.Guards.push_back({OffsetOf(Construct->getBeginLoc()), ScopeEnd,
+                            keyOf(callTarget(Ctor)), SeenAt(Construct->getBeginLoc())});
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(S); Ref && !OpsOwnDtypes.count(S))
+      if (auto D = formatOfDtypeName(*Ref->getDecl()); D && *D != Format::FP32 && !F.Marker)
+        F.Marker = {*D, SeenAt(Ref->getLocation())};
+    // A member or global given a half dtype elsewhere (`x.to(dtype_)`, `options.dtype(cfg.dtype)`).
+    if ((isa<DeclRefExpr>(S) || isa<MemberExpr>(S)) && !OpsOwnDtypes.count(S))
+      if (!F.Marker)
+        if (auto D = dtypeOf(cast<Expr>(S)); D && *D != Format::FP32)
+          F.Marker = {*D, SeenAt(S->getBeginLoc())};
+    const size_t FirstChild = Work.size();
+    for (const Stmt *Child : S->children())
+      Work.push_back({Child, ScopeEnd});
+    std::reverse(Work.begin() + FirstChild, Work.end());
+  }
+  for (auto [Index, Cpu] : PendingToggles)
+    CpuToggles.push_back({&F.Toggles[Index], Cpu});
+}
+
+void PrecisionContext::collectDtypes(const std::vector<const FunctionDecl *> &Functions,
+                                     const std::vector<const CXXRecordDecl *> &Classes) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  auto Give = [&](const ValueDecl *To, const Expr *Value, SourceLocation Where) {
+    if (!holdsProjectValue(To) || !Value)
+      return;
+    auto F = lowestDtypeIn(Value);
+    if (!F)
+      return;
+    To = cast<ValueDecl>(To->getCanonicalDecl());
+    auto [It, New] = LocalDtypes.try_emplace(To, DtypeFact{*F, {SM.getExpansionLoc(Where), {}}});
+    if (!New)
+      It->second.Format = lowerFormat(It->second.Format, *F);
+  };
+  for (const CXXRecordDecl *RD : Classes)
+    for (const FieldDecl *Field : RD->fields())
+      if (Field->hasInClassInitializer())
+        Give(Field, Field->getInClassInitializer(), Field->getLocation());
+  for (const FunctionDecl *FD : Functions) {
+    if (const auto *Ctor = dyn_cast<CXXConstructorDecl>(FD))
+      for (const CXXCtorInitializer *Init : Ctor->inits())
+        if (Init->isMemberInitializer() && Init->isWritten())
+          Give(Init->getMember(), Init->getInit(), Init->getSourceLocation());
+    visitDescendants(FD->getBody(), [&](const Stmt *S) {
+      if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->getOpcode() == BO_Assign)
+        Give(namedValue(BO->getLHS()), BO->getRHS(), BO->getOperatorLoc());
+      if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
+          OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2)
+        Give(namedValue(OC->getArg(0)), OC->getArg(1), OC->getOperatorLoc());
+      return true;
+    });
+  }
+  for (const Decl *D : Ctx.getTranslationUnitDecl()->decls())
+    if (const auto *Var = dyn_cast<VarDecl>(D); Var && Var->getInit() &&
+                                               !SM.isInSystemHeader(Var->getLocation()))
+      Give(Var, Var->getInit(), Var->getLocation());
+}
+
+void PrecisionContext::applyFacts() {
+  if (!Facts)
+    return;
+  for (const auto &[Key, Fact] : Facts->Functions)
+    Model.External[Key] = Fact;
+  for (const auto &[Key, C] : Facts->Classes) {
+    if (!Model.ClassNames.count(Key))
+      Model.ClassNames[Key] = C.Name;
+    Model.markConverted(Key, C.Format, C.Where);
   }
 }
 
-const FunctionDecl *PrecisionContext::enclosingFunction(const Stmt &S) const {
+std::optional<Format> PrecisionContext::dtypeOf(const Expr *E) const {
+  if (!E)
+    return std::nullopt;
+  if (auto D = dtypeNamedIn(E))
+    return D;
+  const ValueDecl *V = namedValue(E);
+  if (!holdsProjectValue(V))
+    return std::nullopt;
+  V = cast<ValueDecl>(V->getCanonicalDecl());
+  if (auto It = LocalDtypes.find(V); It != LocalDtypes.end())
+    return It->second.Format;
+  if (Facts)
+    if (auto It = Facts->Dtypes.find(keyOf(V)); It != Facts->Dtypes.end())
+      return It->second.Format;
+  return std::nullopt;
+}
+
+std::optional<Format> PrecisionContext::explicitDtypeOf(const TorchCall &Call) const {
+  if (auto D = explicitDtype(Call))
+    return D;
+  for (const Expr *Arg : Call.Args) {
+    std::optional<Format> Found;
+    visitDescendants(Arg, [&](const Stmt *S) {
+      if (!Found && (isa<DeclRefExpr>(S) || isa<MemberExpr>(S)))
+        Found = dtypeOf(cast<Expr>(S));
+      return !Found;
+    });
+    if (Found)
+      return Found;
+  }
+  return std::nullopt;
+}
+
+const PrecisionContext::Span *PrecisionContext::spanAt(SourceLocation Loc) const {
   const SourceManager &SM = Ctx.getSourceManager();
-  SourceLocation L = SM.getExpansionLoc(S.getBeginLoc());
+  SourceLocation L = SM.getExpansionLoc(Loc);
   FileID File = SM.getFileID(L);
   unsigned Offset = SM.getFileOffset(L);
-  const FunctionFacts *Best = nullptr;
-  for (const auto &F : Functions)
-    if (F->File == File && F->Begin <= Offset && Offset <= F->End &&
-        (!Best || F->End - F->Begin < Best->End - Best->Begin))
-      Best = F.get();
-  return Best ? Best->Decl : nullptr;
+  const Span *Best = nullptr;
+  for (const Span &S : Spans)
+    if (S.File == File && S.Begin <= Offset && Offset <= S.End &&
+        (!Best || S.End - S.Begin < Best->End - Best->Begin))
+      Best = &S;
+  return Best;
+}
+
+const FunctionDecl *PrecisionContext::functionAt(SourceLocation Loc) const {
+  const Span *S = spanAt(Loc);
+  return S ? S->Decl : nullptr;
+}
+
+const FunctionDecl *PrecisionContext::enclosingFunction(const Stmt &S) const {
+  return functionAt(S.getBeginLoc());
+}
+
+std::vector<const FunctionDecl *> PrecisionContext::functions() const {
+  std::vector<const FunctionDecl *> Out;
+  for (const Span &S : Spans)
+    Out.push_back(S.Decl);
+  return Out;
+}
+
+const ModelFunction *PrecisionContext::modelOf(const FunctionDecl *FD) const {
+  auto It = FD ? SpanOf.find(FD->getCanonicalDecl()) : SpanOf.end();
+  if (It == SpanOf.end())
+    return nullptr;
+  auto F = Model.Functions.find(Spans[It->second].Key);
+  return F == Model.Functions.end() ? nullptr : &F->second;
 }
 
 PrecisionReason PrecisionContext::at(const Stmt &S) const {
-  if (Forced)
-    return {*Forced, SourceLocation(), "the precision is forced by the Precision option"};
-  const FunctionDecl *FD = enclosingFunction(S);
-  if (!FD) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  const Span *In = spanAt(S.getBeginLoc());
+  if (!In) {
     // A default member initializer: the class's conversion decides.
-    const SourceManager &SM = Ctx.getSourceManager();
     SourceLocation L = SM.getExpansionLoc(S.getBeginLoc());
     const RecordRange *Best = nullptr;
     for (const RecordRange &R : Records)
@@ -431,28 +490,85 @@ PrecisionReason PrecisionContext::at(const Stmt &S) const {
           SM.getFileOffset(L) <= R.End && (!Best || R.End - R.Begin < Best->End - Best->Begin))
         Best = &R;
     if (Best)
-      if (auto It = Converted.find(Best->Decl->getCanonicalDecl()); It != Converted.end())
-        return {plainPrecision(It->second.first), It->second.second,
-                "the module '" + Best->Decl->getNameAsString() + "' is converted to " +
-                    kb::toString(It->second.first) + " here"};
-    return {};
+      if (auto R = moduleConversionReason(Best->Decl))
+        return *R;
+    return Model.Baseline.value_or(PrecisionReason{});
   }
-  auto It = ByDecl.find(FD->getCanonicalDecl());
-  if (It == ByDecl.end())
-    return {};
-  return precisionIn(*It->second, S.getBeginLoc());
+  auto F = Model.Functions.find(In->Key);
+  if (F == Model.Functions.end())
+    return Model.Baseline.value_or(PrecisionReason{});
+  return Model.at(F->second, SM.getFileOffset(SM.getExpansionLoc(S.getBeginLoc())));
+}
+
+std::optional<PrecisionReason> PrecisionContext::moduleConversionReason(const CXXRecordDecl *RD) const {
+  if (!RD)
+    return std::nullopt;
+  return Model.classPrecision(keyOf(RD->getCanonicalDecl()));
 }
 
 std::optional<Format> PrecisionContext::moduleConversion(const CXXRecordDecl *RD) const {
   if (!RD)
     return std::nullopt;
-  auto It = Converted.find(RD->getCanonicalDecl());
-  if (It == Converted.end())
+  auto It = Model.Converted.find(keyOf(RD->getCanonicalDecl()));
+  if (It == Model.Converted.end() || It->second.Format == Format::FP32)
     return std::nullopt;
-  return It->second.first;
+  return It->second.Format;
 }
 
-static std::optional<Format> knownFormatImpl(const Expr *E, int Depth) {
+UnitFacts PrecisionContext::exportFacts() const {
+  UnitFacts U;
+  const SourceManager &SM = Ctx.getSourceManager();
+  if (const FileEntry *Main = SM.getFileEntryForID(SM.getMainFileID()))
+    U.File = Main->getName().str();
+  std::set<std::string> Inputs = {U.File};
+  auto AddInput = [&](FileID File) {
+    if (const FileEntry *E = SM.getFileEntryForID(File))
+      Inputs.insert(E->tryGetRealPathName().empty() ? E->getName().str()
+                                                    : E->tryGetRealPathName().str());
+  };
+  for (const Span &S : Spans)
+    AddInput(S.File);
+  for (const RecordRange &R : Records)
+    AddInput(R.File);
+  U.Inputs.assign(Inputs.begin(), Inputs.end());
+  auto Fill = [&](Seen &S) {
+    if (!S.At.valid())
+      S.At = placeOf(S.Loc);
+    S.Loc = SourceLocation();
+  };
+  for (const auto &[Key, Fn] : Model.Functions) {
+    ModelFunction F = Fn;
+    F.Effective.clear();
+    F.NetToggle.reset();
+    F.Inherited = {};
+    if (F.Marker)
+      Fill(F.Marker->second);
+    if (F.ConvertsThis)
+      Fill(F.ConvertsThis->second);
+    for (auto &T : F.Toggles)
+      Fill(T.Where);
+    for (auto &C : F.Calls)
+      Fill(C.Where);
+    for (auto &G : F.Guards)
+      Fill(G.Where);
+    U.Functions.push_back(std::move(F));
+  }
+  for (const auto &[Key, C] : Model.Converted) {
+    Conversion Copy = C;
+    Fill(Copy.Where);
+    U.Conversions[Key] = Copy;
+  }
+  U.Submodules = Model.Submodules;
+  U.ClassNames = Model.ClassNames;
+  for (const auto &[Decl, Fact] : LocalDtypes) {
+    DtypeFact Copy = Fact;
+    Fill(Copy.Where);
+    U.Dtypes[keyOf(Decl)] = Copy;
+  }
+  return U;
+}
+
+std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth) const {
   if (!E || Depth > 16)
     return std::nullopt;
   E = ignoreConversions(E);
@@ -493,7 +609,7 @@ static std::optional<Format> knownFormatImpl(const Expr *E, int Depth) {
     return Format::BF16;
   if (TC->Name == "float" || TC->Name == "double")
     return Format::FP32;
-  if (auto D = explicitDtype(*TC))
+  if (auto D = explicitDtypeOf(*TC))
     return D;
   if (isDefaultDtypeFactory(*TC))
     return Format::FP32;
@@ -510,7 +626,7 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
                                                         const kb::Op *Op) const {
   Precision Context = at(*Call.Call).Value;
   kb::AutocastPolicy Policy = Op ? Op->Autocast : kb::AutocastPolicy::None;
-  std::optional<Format> Explicit = explicitDtype(Call);
+  std::optional<Format> Explicit = explicitDtypeOf(Call);
   std::optional<Format> Input = Call.Self ? knownFormat(Call.Self) : std::nullopt;
   // torch::full(size, v) makes an fp32 tensor in any context: autocast does not cover
   // factories, and a half model's code still gets the default dtype unless it asks.

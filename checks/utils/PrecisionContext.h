@@ -4,13 +4,16 @@
 // tensors converted to half), or autocast-fp16 / autocast-bf16. Inferred once per
 // translation unit from conversions (`.to(torch::kHalf)`, `module->to(kBFloat16)`),
 // autocast switches (1.13 and 2.4+ spellings, and user guard classes that flip
-// them), and the calls between user functions; or forced by an option.
+// them), and the calls between user functions, in this unit and across the project (its
+// facts); code that shows no evidence of its own takes the precision the project declares.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MPNANNY_CHECKS_PRECISIONCONTEXT_H
 #define MPNANNY_CHECKS_PRECISIONCONTEXT_H
 
 #include "KnowledgeBase.h"
+#include "PrecisionModel.h"
+#include "ProjectFacts.h"
 #include "TorchCalls.h"
 #include "clang/AST/ASTContext.h"
 #include "clang/Basic/SourceLocation.h"
@@ -22,27 +25,31 @@
 
 namespace clang::tidy::mpnanny {
 
-/// Why code has the precision it has, for the note under a finding.
-struct PrecisionReason {
-  kb::Precision Value = kb::Precision::FP32;
-  SourceLocation Where;
-  std::string Why;
-};
-
 class PrecisionContext {
 public:
-  /// The analysis of the translation unit that Ctx holds; built on first use.
-  static const PrecisionContext &get(ASTContext &Ctx, std::optional<kb::Precision> Forced);
+  /// The analysis of the translation unit that Ctx holds; built on first use. Declared is
+  /// the project's precision (the Precision option): what code with no evidence of its own
+  /// computes in. Facts, when given, are what the rest of the project knows (ProjectFacts.h).
+  static const PrecisionContext &get(ASTContext &Ctx, std::optional<kb::Precision> Declared,
+                                     const ProjectFacts *Facts = nullptr);
   /// Forgets the cached analysis; called when a new translation unit starts.
   static void reset();
 
-  PrecisionContext(ASTContext &Ctx, std::optional<kb::Precision> Forced);
+  PrecisionContext(ASTContext &Ctx, std::optional<kb::Precision> Declared,
+                   const ProjectFacts *Facts = nullptr);
   ~PrecisionContext();
+
+  /// This unit's facts for the project's facts pass, before any other unit's are merged.
+  UnitFacts exportFacts() const;
 
   /// The precision at a statement of user code, with the reason.
   PrecisionReason at(const Stmt &S) const;
   /// The user function whose body holds S (lambdas count as their enclosing function).
   const FunctionDecl *enclosingFunction(const Stmt &S) const;
+  /// The innermost user function whose source range holds Loc (after macro expansion).
+  const FunctionDecl *functionAt(SourceLocation Loc) const;
+  /// Every user function with a body, in the order they were found.
+  std::vector<const FunctionDecl *> functions() const;
 
   /// The format a tensor expression is known to have from the code itself
   /// (`x.to(torch::kFloat)`, a local initialized from one, an op on such a tensor).
@@ -51,28 +58,51 @@ public:
   /// The format the op computes in at this call; std::nullopt when autocast bans it.
   std::optional<kb::Format> computeFormatOf(const TorchCall &Call, const kb::Op *Op) const;
 
-  /// Records of user code converted to a format by `module->to(...)` anywhere in the TU.
+  /// Records of user code converted to a format by `module->to(...)` anywhere in the TU,
+  /// or elsewhere in the project.
   std::optional<kb::Format> moduleConversion(const CXXRecordDecl *RD) const;
+  /// The same with where and why, for a finding's note.
+  std::optional<PrecisionReason> moduleConversionReason(const CXXRecordDecl *RD) const;
 
-  struct FunctionFacts;
+  /// The dtype a value names: a torch dtype constant, or a member or variable given a half
+  /// dtype somewhere in the project (`dtype_ = torch::kHalf`, a config field).
+  std::optional<kb::Format> dtypeOf(const Expr *E) const;
+  /// The dtype a call passes explicitly: explicitDtype(), and the members dtypeOf() knows.
+  std::optional<kb::Format> explicitDtypeOf(const TorchCall &Call) const;
 
 private:
   ASTContext &Ctx;
-  std::optional<kb::Precision> Forced;
-  std::vector<std::unique_ptr<FunctionFacts>> Functions;
-  llvm::DenseMap<const FunctionDecl *, FunctionFacts *> ByDecl;
-  llvm::DenseMap<const CXXRecordDecl *, std::pair<kb::Format, SourceLocation>> Converted;
+  std::optional<kb::Precision> Declared;
+  const ProjectFacts *Facts;
+  PrecisionModel Model;
+  struct Span {
+    const FunctionDecl *Decl;
+    std::string Key;
+    FileID File;
+    unsigned Begin, End;
+  };
+  std::vector<Span> Spans;
+  llvm::DenseMap<const FunctionDecl *, size_t> SpanOf;
   struct RecordRange {
     const CXXRecordDecl *Decl;
     FileID File;
     unsigned Begin, End;
   };
   std::vector<RecordRange> Records;
+  /// Members and variables given a dtype in this unit (the lowest one), by declaration.
+  llvm::DenseMap<const ValueDecl *, DtypeFact> LocalDtypes;
+  kb::Format GpuAutocastDtype = kb::Format::FP16, CpuAutocastDtype = kb::Format::BF16;
 
   void collect();
-  void markConverted(const CXXRecordDecl *RD, kb::Format F, SourceLocation Where);
-  void propagate();
-  PrecisionReason precisionIn(const FunctionFacts &F, SourceLocation Loc) const;
+  void collectFunction(const FunctionDecl &FD, Span &Where, ModelFunction &F,
+                       std::vector<std::pair<ModelToggle *, bool>> &CpuToggles);
+  void collectDtypes(const std::vector<const FunctionDecl *> &Functions,
+                     const std::vector<const CXXRecordDecl *> &Classes);
+  void applyFacts();
+  const ModelFunction *modelOf(const FunctionDecl *FD) const;
+  const Span *spanAt(SourceLocation Loc) const;
+  Place placeOf(SourceLocation Loc) const;
+  std::optional<kb::Format> knownFormatImpl(const Expr *E, int Depth) const;
 };
 
 } // namespace clang::tidy::mpnanny

@@ -1,5 +1,6 @@
 //===--- RangeAnalysis.cpp - mpnanny ---------------------------------------===//
 #include "RangeAnalysis.h"
+#include "ValueFlow.h"
 
 #include "MpnannyCheck.h"
 #include "TorchCalls.h"
@@ -38,9 +39,6 @@ std::string Interval::str() const {
 }
 
 struct RangeAnalysis::Cache {
-  llvm::DenseMap<const VarDecl *, bool> Mutated;
-  /// Function bodies whose mutated variables are all in Mutated already.
-  llvm::DenseSet<const Stmt *> WalkedBodies;
   /// formatOf follows each local to its initializer: without this, a chain of n locals
   /// each made from the last is walked again from every use, n^2 steps (a generated
   /// 10k-statement function took minutes).
@@ -344,72 +342,8 @@ kb::Format RangeAnalysis::computeFormat(const Expr *E,
   return Input;
 }
 
-bool RangeAnalysis::isMutated(const VarDecl *Var) const {
-  auto It = Memo->Mutated.find(Var);
-  if (It != Memo->Mutated.end())
-    return It->second;
-  const auto *FD = dyn_cast_or_null<FunctionDecl>(Var->getParentFunctionOrMethod());
-  const Stmt *Body = FD ? FD->getBody() : nullptr;
-  if (!Body)
-    return Memo->Mutated[Var] = true;
-  // One walk of the function marks every variable it mutates; each local is then answered
-  // from the map (a walk per local was n^2 steps in a generated 10k-statement function).
-  if (Memo->WalkedBodies.insert(Body).second) {
-    auto Mark = [&](const Expr *E) {
-      if (const auto *Ref = E ? dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts()) : nullptr)
-        if (const auto *V = dyn_cast<VarDecl>(Ref->getDecl()))
-          Memo->Mutated[V] = true;
-    };
-    visitDescendants(Body, [&](const Stmt *S) {
-      if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S)) {
-        if (Op->isAssignmentOp() && Op->getNumArgs() > 0)
-          Mark(Op->getArg(0));
-      } else if (const auto *BO = dyn_cast<BinaryOperator>(S)) {
-        if (BO->isAssignmentOp())
-          Mark(BO->getLHS());
-      } else if (const auto *UO = dyn_cast<UnaryOperator>(S)) {
-        if (UO->getOpcode() == UO_AddrOf)
-          Mark(UO->getSubExpr());
-      }
-      if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
-        // In-place ops end in '_' and are const methods in LibTorch's TensorBody.h.
-        const CXXMethodDecl *M = Member->getMethodDecl();
-        if (M && (!M->isConst() || (M->getIdentifier() && M->getName().ends_with("_"))))
-          Mark(Member->getImplicitObjectArgument());
-      }
-      if (const auto *Call = dyn_cast<CallExpr>(S))
-        if (const FunctionDecl *Callee = Call->getDirectCallee()) {
-          unsigned First = isa<CXXOperatorCallExpr>(Call) && isa<CXXMethodDecl>(Callee) ? 1 : 0;
-          for (unsigned I = First; I < Call->getNumArgs(); ++I) {
-            unsigned P = I - First;
-            if (P >= Callee->getNumParams())
-              continue;
-            QualType T = Callee->getParamDecl(P)->getType();
-            if (T->isReferenceType() && !T.getNonReferenceType().isConstQualified())
-              Mark(Call->getArg(I));
-          }
-        }
-      if (const auto *Lambda = dyn_cast<LambdaExpr>(S))
-        for (const LambdaCapture &C : Lambda->captures())
-          if (C.capturesVariable() && C.getCaptureKind() == LCK_ByRef)
-            if (const auto *V = dyn_cast<VarDecl>(C.getCapturedVar()))
-              Memo->Mutated[V] = true;
-      return true;
-    });
-  }
-  auto Found = Memo->Mutated.find(Var);
-  const bool Mutated = Found != Memo->Mutated.end() && Found->second;
-  Memo->Mutated[Var] = Mutated;
-  return Mutated;
-}
-
 const Expr *RangeAnalysis::stableInitializer(const VarDecl *Var) const {
-  if (!Var || !Var->isLocalVarDecl() || !Var->getInit() || Var->getType()->isReferenceType() ||
-      isa<ParmVarDecl>(Var))
-    return nullptr;
-  if (isMutated(Var))
-    return nullptr;
-  return Var->getInit();
+  return ValueFlow::get(Ctx).stableInitializer(Var);
 }
 
 Interval RangeAnalysis::rangeOf(const Expr *E, std::optional<kb::Format> Assumed) const {
@@ -428,14 +362,23 @@ Interval RangeAnalysis::rangeImpl(const Expr *E, std::optional<kb::Format> Assum
     if (!E)
       return Interval::unknown();
     if (!isTensorType(E->getType())) {
-      auto V = evaluateNumber(E, Ctx);
-      if (!V)
+      // A constant, or the constants a local, parameter or member may hold (ValueFlow.h).
+      FlowValues Values = ValueFlow::get(Ctx).valuesOf(E);
+      if (!Values.Complete)
         return Interval::unknown();
-      double Stored = roundConstant(*V, Assumed ? *Assumed : kb::Format::FP32);
-      Interval R = Interval::point(Stored);
-      if (Stored == 0 && *V != 0)
-        R.Origin = formatNumber(*V) + " is 0 in " +
-                   kb::toString(Assumed ? *Assumed : kb::Format::FP32);
+      const kb::Format In = Assumed ? *Assumed : kb::Format::FP32;
+      Interval R;
+      for (size_t I = 0; I < Values.Values.size(); ++I) {
+        const FlowValue &V = Values.Values[I];
+        double Stored = roundConstant(V.Value, In);
+        if (I == 0)
+          R = Interval::point(Stored);
+        R.Lo = std::min(R.Lo, Stored);
+        R.Hi = std::max(R.Hi, Stored);
+        if (Stored == 0 && V.Value != 0 && R.Origin.empty())
+          R.Origin = formatNumber(V.Value) + (V.Via.empty() ? "" : " (" + V.Via + ")") +
+                     " is 0 in " + kb::toString(In);
+      }
       return R;
     }
     if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {

@@ -70,7 +70,6 @@ private:
   /// E's format from its inputs' formats; an input not known yet is added to Missing
   /// (and the result is then meaningless) so that formatOf can work it out first.
   kb::Format computeFormat(const Expr *E, llvm::SmallVectorImpl<const Expr *> &Missing) const;
-  bool isMutated(const VarDecl *Var) const;
 
   ASTContext &Ctx;
   const kb::KnowledgeBase &KB;

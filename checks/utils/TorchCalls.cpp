@@ -290,6 +290,13 @@ std::optional<kb::Format> explicitDtype(const TorchCall &Call) {
   return std::nullopt;
 }
 
+bool dtypeIsTheResultsOnly(const TorchCall &Call) {
+  static const llvm::StringRef Ops[] = {
+      "softmax", "log_softmax", "softmin", "sum",  "nansum",      "mean",
+      "prod",    "cumsum",      "cumprod", "norm", "vector_norm", "linalg_vector_norm"};
+  return llvm::is_contained(Ops, llvm::StringRef(Call.Name));
+}
+
 bool isDefaultDtypeFactory(const TorchCall &Call) {
   // Factories whose floating result takes the default dtype. The *_like and new_*
   // forms copy another tensor's dtype and are not here.

@@ -55,6 +55,10 @@ std::optional<kb::Format> lowestDtypeIn(const Stmt *E);
 /// The dtype the call requests explicitly through one of its arguments.
 std::optional<kb::Format> explicitDtype(const TorchCall &Call);
 
+/// True for an op whose dtype argument names the type it computes and returns in
+/// (softmax(x, dim, kHalf), x.sum(kFloat)): that dtype is the op's, not its function's data.
+bool dtypeIsTheResultsOnly(const TorchCall &Call);
+
 /// True for a factory (torch::full, zeros, ones, empty, randn, ...) called without
 /// TensorOptions or a dtype: its tensor has LibTorch's default dtype, fp32, whatever
 /// precision the code around it computes in.

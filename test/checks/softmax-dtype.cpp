@@ -7,21 +7,30 @@
 namespace F = torch::nn::functional;
 
 // A model converted to fp16: softmax, products and norms run in fp16; log_softmax too, safely.
+// A probability fp16 rounds to 0 matters where it is summed up to a cut (top-p), divided by or
+// compared; as attention weights it does not.
 struct HalfHeadImpl : torch::nn::Module {
   torch::nn::Softmax softmax{torch::nn::SoftmaxOptions(-1)};
   torch::nn::LogSoftmax log_softmax{torch::nn::LogSoftmaxOptions(-1)};
   torch::Tensor forward(torch::Tensor x) {
     auto p = torch::softmax(x, -1);
-// CHECK: :[[@LINE-1]]:14: warning: torch::softmax in fp16 stores its probabilities in fp16 (the kernel sums in float): a probability below 2.98e-8{{.*}} [mpnanny-softmax-dtype]
+// CHECK: :[[@LINE-1]]:14: warning: torch::softmax in fp16 stores its probabilities in fp16 (the kernel sums in float): a probability below 2.98e-8{{.*}}; here they reach a cumsum (line [[@LINE+2]]) [mpnanny-softmax-dtype]
+    auto [sorted, order] = torch::sort(p, -1, /*descending=*/true);
+    auto cdf = sorted.cumsum(-1);
     auto m = x.softmax(1);
-// CHECK: :[[@LINE-1]]:16: warning: Tensor::softmax in fp16{{.*}} [mpnanny-softmax-dtype]
+// CHECK: :[[@LINE-1]]:16: warning: Tensor::softmax in fp16{{.*}}; here they reach a division (line [[@LINE+1]]) [mpnanny-softmax-dtype]
+    auto ratio = x / m;
     auto f = F::softmax(x, F::SoftmaxFuncOptions(1));
-// CHECK: :[[@LINE-1]]:14: warning: torch::nn::functional::softmax in fp16{{.*}} [mpnanny-softmax-dtype]
+// CHECK: :[[@LINE-1]]:14: warning: torch::nn::functional::softmax in fp16{{.*}}; here they reach a comparison (line [[@LINE+1]]) [mpnanny-softmax-dtype]
+    auto rare = f < 1e-6;
+    // Attention weights: a weight rounded to 0 leaves the weighted sum as it was.
+    auto attention = torch::matmul(torch::softmax(x, -1), x);
     // log_softmax is not a hazard in fp16: the kernel works in float and a log-probability
     // never flushes (fp16 holds down to -65504); only its 11-bit rounding is left, a note.
     auto lp = x.log_softmax(-1);
     auto mod = softmax(x);
-// CHECK: :[[@LINE-1]]:16: warning: torch::nn::Softmax in fp16{{.*}} [mpnanny-softmax-dtype]
+// CHECK: :[[@LINE-1]]:16: warning: torch::nn::Softmax in fp16{{.*}}; here they reach a cumsum (line [[@LINE+1]]) [mpnanny-softmax-dtype]
+    auto mod_cdf = mod.to(torch::kFloat).cumsum(-1);
     auto lmod = log_softmax(x);
     auto total = x.prod();
 // CHECK: :[[@LINE-1]]:20: warning: Tensor::prod in fp16 leaves fp16's range fast: a product above 65504 is inf {{.*}} [mpnanny-softmax-dtype]
@@ -42,8 +51,8 @@ struct HalfHeadImpl : torch::nn::Module {
     auto k = up.norm();
     // Counts: a product or softmax is never taken of a mask here, but a bool product is exact.
     auto all_true = (x == 0).prod();
-    return p + m + f + lp + mod + lmod + total + size + decay + a + b + c + d + e + g + h + k +
-           all_true;
+    return cdf + order + std::get<0>(m.sort()).cumsum(0) + ratio + rare + attention + lp + mod_cdf + lmod + total + size + decay + a + b + c +
+           d + e + g + h + k + all_true;
   }
 };
 TORCH_MODULE(HalfHead);
@@ -67,9 +76,10 @@ torch::Tensor autocast_attention(torch::Tensor q, torch::Tensor k) {
   auto lp = scores.log_softmax(-1);
   auto n = scores.norm();
   auto forced = torch::softmax(scores, -1, torch::kHalf);
-// CHECK: :[[@LINE-1]]:17: warning: torch::softmax in fp16{{.*}} [mpnanny-softmax-dtype]
+// CHECK: :[[@LINE-1]]:17: warning: torch::softmax in fp16{{.*}}; here they reach a cumsum (line [[@LINE+1]]) [mpnanny-softmax-dtype]
+  auto cdf = forced.cumsum(-1);
   at::autocast::set_enabled(false);
-  return p + lp + n + forced;
+  return p + lp + n + cdf;
 }
 
 // Plain fp32 code: never reported.

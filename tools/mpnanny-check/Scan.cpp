@@ -217,6 +217,8 @@ static void scanOne(FileScan &S, const std::vector<tooling::CompileCommand> &Com
                                          Settings.Profile);
     // The checks run on this thread and log here: the log is per thread.
     S.Details = FindingLog::take();
+    S.Parse = FindingLog::takeParse();
+    S.Facts = FindingLog::takeFacts();
   };
   if (Pch && Settings.Cache) {
     std::vector<tooling::CompileCommand> WithPch;

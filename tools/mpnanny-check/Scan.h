@@ -34,6 +34,10 @@ struct FileScan {
   std::unique_ptr<clang::tidy::ClangTidyContext> Context;
   std::vector<clang::tidy::ClangTidyError> Errors;
   std::vector<FindingDetail> Details;
+  /// The user functions the checks left out because they did not parse (ParseHealth.h).
+  std::vector<ParseSummary> Parse;
+  /// The unit's precision facts (JSON text), when the scan ran the facts collector.
+  std::vector<std::string> Facts;
   /// Set when the file ran past the time limit: its findings are missing.
   std::optional<unsigned> StoppedAfterSeconds;
 };

@@ -17,6 +17,8 @@ using namespace clang::tidy;
 // nothing else references: a static library would leave it out.
 extern volatile int MpnannyModuleAnchorSource;
 [[maybe_unused]] static int MpnannyScannerAnchorDestination = MpnannyModuleAnchorSource;
+extern volatile int MpnannyFactsAnchorSource;
+[[maybe_unused]] static int MpnannyFactsAnchorDestination = MpnannyFactsAnchorSource;
 
 namespace mpnanny::check {
 
@@ -29,6 +31,8 @@ static ClangTidyOptions overrideOptions(const ScanOptions &O) {
     Override.CheckOptions["Precision"] = ClangTidyOptions::ClangTidyValue(O.Precision, 100);
   if (!O.RulesDir.empty())
     Override.CheckOptions["RulesDirectory"] = ClangTidyOptions::ClangTidyValue(O.RulesDir, 100);
+  if (!O.FactsFile.empty())
+    Override.CheckOptions["FactsFile"] = ClangTidyOptions::ClangTidyValue(O.FactsFile, 100);
   return Override;
 }
 
@@ -202,10 +206,20 @@ std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
                               std::to_string(At.Column) + ": " + E.Message.Message
                         : E.Message.Message;
       }
-    if (Count)
-      Problems.push_back(S.File + ": " + std::to_string(Count) +
-                         " compile error(s) (first: " + First +
-                         "); the scan of this file is incomplete. " + Hint);
+    if (!Count)
+      continue;
+    // The checks kept going past the errors: say how much of the file they saw.
+    std::string Coverage = "the scan of this file is incomplete";
+    for (const ParseSummary &P : S.Parse)
+      if (P.Functions && P.Unchecked)
+        Coverage = std::to_string(P.Unchecked) + " of " + std::to_string(P.Functions) +
+                   " function(s) not checked (they hold errors; first: " + P.FirstUnchecked +
+                   "), the others were";
+      else if (P.Functions)
+        Coverage = "its " + std::to_string(P.Functions) +
+                   " function(s) were checked, but what did not parse was not seen";
+    Problems.push_back(S.File + ": " + std::to_string(Count) + " compile error(s) (first: " +
+                       First + "); " + Coverage + ". " + Hint);
   }
   return Problems;
 }

@@ -29,6 +29,9 @@ struct ScanOptions {
   std::optional<std::string> Checks;
   std::string Precision; ///< "" infers it per function
   std::string RulesDir;  ///< "" uses the bundled rules
+  /// The project's facts file; "" looks for mpnanny-facts.json above each compile command's
+  /// folder; "none" reads none.
+  std::string FactsFile;
   /// Where `.clang-tidy` files above each source are looked for; null: the disk.
   llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> ConfigFS;
 };

@@ -9,9 +9,11 @@
 // configuration error, 3 a file could not be read or parsed.
 //
 //===----------------------------------------------------------------------===//
+#include "FactsPass.h"
 #include "KnowledgeBase.h"
 #include "Output.h"
 #include "Pages.h"
+#include "ProjectFile.h"
 #include "Sarif.h"
 #include "Scan.h"
 #include "Scanner.h"
@@ -64,8 +66,9 @@ cl::opt<std::string> RulesDir("rules", cl::desc("Knowledge base directory (defau
                               cl::value_desc("dir"), cl::cat(Category));
 cl::opt<std::string> PrecisionOpt(
     "precision",
-    cl::desc("Force the precision instead of inferring it: fp32, fp16, bf16, autocast-fp16, "
-             "autocast-bf16"),
+    cl::desc("The precision the project runs in, for code that shows none of its own (explicit "
+             "conversions and autocast switches still win): fp32, fp16, bf16, autocast-fp16, "
+             "autocast-bf16; overrides the project file's Precision"),
     cl::cat(Category));
 cl::opt<std::string> ChecksOpt("checks", cl::desc("Checks to run (clang-tidy glob)"),
                                cl::init("-*,mpnanny-*"), cl::cat(Category));
@@ -120,6 +123,15 @@ cl::opt<std::string> HideCleared(
     cl::desc("With --verified: hide findings that run time showed healthy (NOT_OBSERVED) on at "
              "least N steps (--hide-cleared=N, default 100)"),
     cl::value_desc("N"), cl::ValueOptional, cl::cat(Category));
+cl::opt<std::string> FactsOpt(
+    "facts",
+    cl::desc("The project's facts file (default: mpnanny-facts.json next to the compilation "
+             "database, updated by every whole-project scan); 'none' reads none"),
+    cl::value_desc("file"), cl::cat(Category));
+cl::opt<bool> CollectFacts("collect-facts",
+                           cl::desc("Only bring the project's facts file up to date (with -p: "
+                                    "every file of the database, or the files given)"),
+                           cl::cat(Category));
 cl::opt<bool> CheckProfile("enable-check-profile",
                            cl::desc("Print each check's matching time per file to stderr"),
                            cl::cat(Category));
@@ -131,18 +143,17 @@ int fail(const Twine &Message, int Code) {
   return Code;
 }
 
-mpnanny::check::ScanOptions scanOptions() {
-  mpnanny::check::ScanOptions O;
-  // Only when given: otherwise a .clang-tidy file's `Checks` applies.
-  if (ChecksOpt.getNumOccurrences())
-    O.Checks = ChecksOpt;
-  O.Precision = PrecisionOpt;
-  O.RulesDir = RulesDir;
-  return O;
-}
+/// What the command line and the project file (.mpnanny.yaml) decide, the command line first.
+struct Settings {
+  mpnanny::check::ScanOptions Scan;
+  std::optional<mpnanny::check::ProjectFile> Project;
+  std::string FactsPath; ///< where the facts are read (and, for a whole project, written)
+};
+
+Settings TheSettings;
 
 std::unique_ptr<ClangTidyContext> makeContext() {
-  return mpnanny::check::makeContext(scanOptions());
+  return mpnanny::check::makeContext(TheSettings.Scan);
 }
 
 std::vector<std::string> extraArgs() { return {ExtraArgs.begin(), ExtraArgs.end()}; }
@@ -214,6 +225,207 @@ bool applyEdits(const std::vector<mpnanny::check::Finding> &Findings) {
 
 } // namespace
 
+namespace {
+
+/// The files to scan and each one's commands.
+struct Inputs {
+  std::vector<std::string> Files;
+  std::vector<std::vector<tooling::CompileCommand>> Commands;
+  bool WholeProject = false;
+  bool Unreadable = false;
+};
+
+/// Checks the options that take a word; 0 when all are good, else the exit code.
+int validateOptions() {
+  if (FormatOpt != "text" && FormatOpt != "json" && FormatOpt != "sarif")
+    return fail("unknown --format '" + FormatOpt + "' (use text, json or sarif)", 2);
+  if (FailOn != "note" && FailOn != "warning" && FailOn != "error")
+    return fail("unknown --fail-on '" + FailOn + "' (use note, warning or error)", 2);
+  if (!PrecisionOpt.empty() && !mpnanny::kb::parsePrecision(PrecisionOpt))
+    return fail("unknown --precision '" + PrecisionOpt +
+                    "' (use fp32, fp16, bf16, autocast-fp16 or autocast-bf16)",
+                2);
+  return 0;
+}
+
+/// --hide-cleared: -1 (hide nothing) or the number of steps, or nullopt after an error.
+std::optional<int64_t> clearedAfterSteps(bool HaveVerdicts) {
+  if (!HideCleared.getNumOccurrences())
+    return -1;
+  if (!HaveVerdicts) {
+    fail("--hide-cleared needs --verified metrics.db", 2);
+    return std::nullopt;
+  }
+  char *End = nullptr;
+  const long long N = HideCleared.empty() ? 100 : std::strtoll(HideCleared.c_str(), &End, 10);
+  if ((!HideCleared.empty() && *End != '\0') || N < 0) {
+    fail("--hide-cleared takes a number of steps, not '" + HideCleared + "'", 2);
+    return std::nullopt;
+  }
+  return N;
+}
+
+/// --explain and --list-checks: what answers without scanning. Nullopt when neither is asked.
+std::optional<int> answerWithoutScanning(const std::vector<std::string> &CheckNames) {
+  if (!Explain.empty()) {
+    auto Page = mpnanny::check::pageOf(Explain);
+    if (!Page)
+      return fail("no knowledge page for '" + Explain + "' (see --list-checks)", 2);
+    outs() << *Page;
+    return 0;
+  }
+  if (ListChecks) {
+    for (const auto &Name : CheckNames) {
+      auto Page = mpnanny::check::pageOf(Name);
+      std::string Summary = Page ? mpnanny::check::summaryOf(*Page) : "";
+      outs() << Name << (Summary.empty() ? "" : "  " + Summary) << "\n";
+    }
+    return 0;
+  }
+  return std::nullopt;
+}
+
+/// The project file, then the options: the command line wins over the project file, which
+/// wins over `.clang-tidy` (read per file by the checks). 0, or the exit code of an error.
+int settle(const Inputs &In) {
+  std::string Dir = !BuildPath.empty() ? std::string(BuildPath)
+                    : !In.Files.empty() ? sys::path::parent_path(In.Files.front()).str()
+                                        : std::string(".");
+  std::string Error;
+  TheSettings.Project = mpnanny::check::findProjectFile(Dir, Error);
+  if (!Error.empty()) {
+    errs() << Error << "\n";
+    return 2;
+  }
+  auto &Scan = TheSettings.Scan;
+  // Only when given: otherwise a .clang-tidy file's `Checks` applies.
+  if (ChecksOpt.getNumOccurrences())
+    Scan.Checks = ChecksOpt;
+  const auto &Project = TheSettings.Project;
+  Scan.Precision = !PrecisionOpt.empty() ? std::string(PrecisionOpt)
+                   : Project             ? Project->Precision
+                                         : "";
+  Scan.RulesDir = !RulesDir.empty() ? std::string(RulesDir) : Project ? Project->Rules : "";
+  std::string Facts = !FactsOpt.empty() ? std::string(FactsOpt) : Project ? Project->Facts : "";
+  if (Facts.empty() && !BuildPath.empty())
+    Facts = mpnanny::check::factsFileFor(BuildPath);
+  TheSettings.FactsPath = Facts == "none" ? "" : Facts;
+  // Without a database the checks look for the facts themselves, as clang-tidy's do.
+  Scan.FactsFile = Facts.empty() ? "" : Facts == "none" ? "none" : Facts;
+  std::string Rules = Scan.RulesDir.empty() ? mpnanny::kb::KnowledgeBase::defaultDirectory()
+                                            : Scan.RulesDir;
+  try {
+    mpnanny::kb::KnowledgeBase::cached(Rules);
+  } catch (const mpnanny::kb::LoadError &E) {
+    errs() << E.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
+
+/// The files named, or every project file of the database; their commands. 0, or the exit
+/// code of an error.
+int gatherInputs(std::unique_ptr<tooling::CompilationDatabase> Fixed, Inputs &In) {
+  std::unique_ptr<tooling::CompilationDatabase> Project;
+  if (!Fixed && !BuildPath.empty()) {
+    std::string Error;
+    // That folder only: a parent's database would scan some other project.
+    Project = tooling::CompilationDatabase::loadFromDirectory(BuildPath, Error);
+    if (!Project)
+      return fail("no compilation database in '" + BuildPath +
+                      "': no compile_commands.json there (configure with "
+                      "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON)",
+                  2);
+  }
+  In.WholeProject = Sources.empty() && Project;
+  if (In.WholeProject) {
+    In.Files = mpnanny::check::projectFiles(*Project, BuildPath);
+    if (In.Files.empty())
+      return fail("'" + BuildPath + "/compile_commands.json' lists no source of the project "
+                                    "(third-party and generated files are skipped)",
+                  2);
+  } else if (Sources.empty()) {
+    return fail("no source file given (mpnanny-check -p build [file.cpp], or file.cpp -- flags)",
+                2);
+  }
+  for (const auto &S : Sources) {
+    SmallString<256> Abs(S);
+    sys::fs::make_absolute(Abs);
+    sys::path::remove_dots(Abs, true);
+    if (!sys::fs::exists(Abs) || sys::fs::is_directory(Abs)) {
+      errs() << "mpnanny-check: error: cannot read '" << S << "': no such file\n";
+      In.Unreadable = true;
+      continue;
+    }
+    In.Files.push_back(std::string(Abs));
+  }
+  std::unique_ptr<tooling::CompilationDatabase> Given =
+      Fixed     ? adjusted(mpnanny::check::withTorchHeaders(std::move(Fixed)))
+      : Project ? adjusted(std::move(Project))
+                : nullptr;
+  for (const auto &F : In.Files)
+    In.Commands.push_back(Given ? Given->getCompileCommands(F)
+                                : mpnanny::check::discoveredCommands(F, extraArgs()));
+  return 0;
+}
+
+/// The LibTorch header cache, unless --no-cache; and the scan's limits.
+void openCache(std::optional<mpnanny::check::HeaderCache> &Cache) {
+  if (NoCache)
+    return;
+  std::string Dir = CacheDir.empty() ? mpnanny::check::defaultCacheDirectory() : CacheDir;
+  if (!Dir.empty())
+    Cache.emplace(Dir);
+}
+
+mpnanny::check::ScanSettings scanSettings(mpnanny::check::HeaderCache *Cache,
+                                          const std::vector<std::string> &CommandLine,
+                                          const char *Argv0) {
+  mpnanny::check::ScanSettings Settings;
+  Settings.Cache = Cache;
+  if (Cache && !WaitForCache) {
+    static int InThisProgram;
+    std::string Self = sys::fs::getMainExecutable(Argv0, &InThisProgram);
+    if (!Self.empty()) {
+      Settings.DetachedCacheBuild = {Self, "--build-cache-only",
+                                     "--build-cache-after-pid=" + std::to_string(getpid())};
+      Settings.DetachedCacheBuild.insert(Settings.DetachedCacheBuild.end(),
+                                         CommandLine.begin() + 1, CommandLine.end());
+    }
+  }
+  Settings.TimeoutSeconds = Timeout;
+  Settings.Profile = CheckProfile;
+  return Settings;
+}
+
+/// Brings the project's facts up to date before a whole-project scan, or alone with
+/// --collect-facts. False when the facts file could not be written at all.
+bool refreshFacts(const Inputs &In, unsigned Jobs, const mpnanny::check::ScanSettings &Settings) {
+  if (TheSettings.FactsPath.empty()) {
+    if (CollectFacts)
+      fail("--collect-facts needs -p build (or --facts FILE) to know where the facts go", 2);
+    return !CollectFacts;
+  }
+  auto Start = std::chrono::steady_clock::now();
+  mpnanny::check::FactsUpdate Update =
+      mpnanny::check::updateFacts(TheSettings.FactsPath, In.Files, In.Commands, TheSettings.Scan,
+                                  Jobs, Settings, In.WholeProject);
+  for (const auto &P : Update.Problems)
+    errs() << "mpnanny-check: warning: facts: " << P << "\n";
+  double Seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
+  errs() << "mpnanny-check: project facts " << Update.Path << ": " << Update.Parsed
+         << " unit(s) read, " << Update.Reused << " unchanged, " << Update.Units
+         << " in all (" << llvm::format("%.1f", Seconds) << " s)\n";
+  return sys::fs::exists(Update.Path);
+}
+
+/// Prints the findings as --format asks and writes the sites file; returns the exit code.
+int report(std::vector<mpnanny::check::FileScan> &Scans, const Inputs &In,
+           const std::vector<std::string> &CheckNames,
+           const std::optional<mpnanny::check::Verdicts> &Verified, int64_t ClearedAfterSteps);
+
+} // namespace
+
 int main(int argc, const char **argv) {
   // Before the fixed database below cuts argv at `--`: the detached cache build reruns it.
   const std::vector<std::string> CommandLine(argv, argv + argc);
@@ -231,18 +443,13 @@ int main(int argc, const char **argv) {
           "  mpnanny-check -p build                scan every file of the project\n"
           "  mpnanny-check -p build model.cpp      use the build's compile_commands.json\n"
           "  mpnanny-check model.cpp -- -I...      give the flags by hand (LibTorch's are added)\n"
-          "  mpnanny-check model.cpp               find LibTorch's headers by itself\n",
+          "  mpnanny-check model.cpp               find LibTorch's headers by itself\n\n"
+          "  The project's precision can be declared in .mpnanny.yaml (Precision: fp16), found\n"
+          "  from the compilation database's folder (or the file's) upward.\n",
           &errs()))
     return 2;
-
-  if (FormatOpt != "text" && FormatOpt != "json" && FormatOpt != "sarif")
-    return fail("unknown --format '" + FormatOpt + "' (use text, json or sarif)", 2);
-  if (FailOn != "note" && FailOn != "warning" && FailOn != "error")
-    return fail("unknown --fail-on '" + FailOn + "' (use note, warning or error)", 2);
-  if (!PrecisionOpt.empty() && !mpnanny::kb::parsePrecision(PrecisionOpt))
-    return fail("unknown --precision '" + PrecisionOpt +
-                    "' (use fp32, fp16, bf16, autocast-fp16 or autocast-bf16)",
-                2);
+  if (int Error = validateOptions())
+    return Error;
   std::optional<mpnanny::check::Verdicts> Verified;
   if (!VerifiedDb.empty()) {
     std::string Error;
@@ -250,126 +457,55 @@ int main(int argc, const char **argv) {
     if (!Verified)
       return fail(Error, 2);
   }
-  int64_t ClearedAfterSteps = -1; // no hiding
-  if (HideCleared.getNumOccurrences()) {
-    if (!Verified)
-      return fail("--hide-cleared needs --verified metrics.db", 2);
-    char *End = nullptr;
-    const long long N = HideCleared.empty() ? 100 : std::strtoll(HideCleared.c_str(), &End, 10);
-    if ((!HideCleared.empty() && *End != '\0') || N < 0)
-      return fail("--hide-cleared takes a number of steps, not '" + HideCleared + "'", 2);
-    ClearedAfterSteps = N;
-  }
-  std::string Rules = RulesDir.empty() ? mpnanny::kb::KnowledgeBase::defaultDirectory() : RulesDir;
-  try {
-    mpnanny::kb::KnowledgeBase::cached(Rules);
-  } catch (const mpnanny::kb::LoadError &E) {
-    errs() << E.what() << "\n";
+  std::optional<int64_t> ClearedAfterSteps = clearedAfterSteps(Verified.has_value());
+  if (!ClearedAfterSteps)
     return 2;
-  }
-
-  if (!Explain.empty()) {
-    auto Page = mpnanny::check::pageOf(Explain);
-    if (!Page)
-      return fail("no knowledge page for '" + Explain + "' (see --list-checks)", 2);
-    outs() << *Page;
-    return 0;
-  }
-
   std::vector<std::string> CheckNames = mpnanny::check::checkNames(ChecksOpt);
-  if (ListChecks) {
-    for (const auto &Name : CheckNames) {
-      auto Page = mpnanny::check::pageOf(Name);
-      std::string Summary = Page ? mpnanny::check::summaryOf(*Page) : "";
-      outs() << Name << (Summary.empty() ? "" : "  " + Summary) << "\n";
-    }
-    return 0;
-  }
 
-  std::unique_ptr<tooling::CompilationDatabase> Project;
-  if (!Fixed && !BuildPath.empty()) {
-    std::string Error;
-    // That folder only: a parent's database would scan some other project.
-    Project = tooling::CompilationDatabase::loadFromDirectory(BuildPath, Error);
-    if (!Project)
-      return fail("no compilation database in '" + BuildPath +
-                      "': no compile_commands.json there (configure with "
-                      "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON)",
-                  2);
+  Inputs In;
+  if (!Explain.empty() || ListChecks) {
+    if (int Error = settle(In))
+      return Error;
+    return *answerWithoutScanning(CheckNames);
   }
-
-  std::vector<std::string> Files;
-  bool Unreadable = false;
-  const bool WholeProject = Sources.empty() && Project;
-  if (WholeProject) {
-    Files = mpnanny::check::projectFiles(*Project, BuildPath);
-    if (Files.empty())
-      return fail("'" + BuildPath + "/compile_commands.json' lists no source of the project "
-                                    "(third-party and generated files are skipped)",
-                  2);
-  } else if (Sources.empty()) {
-    return fail("no source file given (mpnanny-check -p build [file.cpp], or file.cpp -- flags)",
-                2);
-  }
-  for (const auto &S : Sources) {
-    SmallString<256> Abs(S);
-    sys::fs::make_absolute(Abs);
-    sys::path::remove_dots(Abs, true);
-    if (!sys::fs::exists(Abs) || sys::fs::is_directory(Abs)) {
-      errs() << "mpnanny-check: error: cannot read '" << S << "': no such file\n";
-      Unreadable = true;
-      continue;
-    }
-    Files.push_back(std::string(Abs));
-  }
-
-  std::vector<std::vector<tooling::CompileCommand>> Commands;
-  {
-    std::unique_ptr<tooling::CompilationDatabase> Given =
-        Fixed     ? adjusted(mpnanny::check::withTorchHeaders(std::move(Fixed)))
-        : Project ? adjusted(std::move(Project))
-                  : nullptr;
-    for (const auto &F : Files)
-      Commands.push_back(Given ? Given->getCompileCommands(F)
-                               : mpnanny::check::discoveredCommands(F, extraArgs()));
-  }
+  if (int Error = gatherInputs(std::move(Fixed), In))
+    return Error;
+  if (int Error = settle(In))
+    return Error;
 
   unsigned JobCount = Jobs ? Jobs : std::max(1u, std::thread::hardware_concurrency());
   std::optional<mpnanny::check::HeaderCache> Cache;
-  if (!NoCache) {
-    std::string Dir = CacheDir.empty() ? mpnanny::check::defaultCacheDirectory() : CacheDir;
-    if (!Dir.empty())
-      Cache.emplace(Dir);
-  }
+  openCache(Cache);
   if (BuildCacheOnly) {
     if (Cache) {
       // Behind whatever the user runs next (the training the scan came before).
       setpriority(PRIO_PROCESS, 0, 10);
       while (BuildAfterPid > 0 && (kill(BuildAfterPid, 0) == 0 || errno == EPERM))
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      mpnanny::check::buildCacheEntries(*Cache, Files, Commands, JobCount);
+      mpnanny::check::buildCacheEntries(*Cache, In.Files, In.Commands, JobCount);
     }
     return 0;
   }
-  mpnanny::check::ScanSettings Settings;
-  Settings.Cache = Cache ? &*Cache : nullptr;
-  if (Cache && !WaitForCache) {
-    static int InThisProgram;
-    std::string Self = sys::fs::getMainExecutable(argv[0], &InThisProgram);
-    if (!Self.empty()) {
-      Settings.DetachedCacheBuild = {Self, "--build-cache-only",
-                                     "--build-cache-after-pid=" + std::to_string(getpid())};
-      Settings.DetachedCacheBuild.insert(Settings.DetachedCacheBuild.end(),
-                                         CommandLine.begin() + 1, CommandLine.end());
-    }
-  }
-  Settings.TimeoutSeconds = Timeout;
-  Settings.Profile = CheckProfile;
+  mpnanny::check::ScanSettings Settings =
+      scanSettings(Cache ? &*Cache : nullptr, CommandLine, argv[0]);
+  if (CollectFacts)
+    return refreshFacts(In, JobCount, Settings) ? (In.Unreadable ? 3 : 0) : 2;
+  // A whole project's scan is where the facts are made: the next single-file scan, and
+  // clang-tidy's, read them. A scan of named files reads them as they are.
+  if (In.WholeProject && FactsOpt != "none" && !refreshFacts(In, JobCount, Settings))
+    return 2;
   std::vector<mpnanny::check::FileScan> Scans =
-      mpnanny::check::scanFiles(Files, Commands, makeContext, JobCount, /*ApplyFixes=*/false,
-                                /*MakeFS=*/nullptr, Settings);
+      mpnanny::check::scanFiles(In.Files, In.Commands, makeContext, JobCount,
+                                /*ApplyFixes=*/false, /*MakeFS=*/nullptr, Settings);
   mpnanny::check::dropRepeats(Scans);
+  return report(Scans, In, CheckNames, Verified, *ClearedAfterSteps);
+}
 
+namespace {
+
+int report(std::vector<mpnanny::check::FileScan> &Scans, const Inputs &In,
+           const std::vector<std::string> &CheckNames,
+           const std::optional<mpnanny::check::Verdicts> &Verified, int64_t ClearedAfterSteps) {
   std::vector<ClangTidyError> Errors;
   std::vector<mpnanny::FindingDetail> Details;
   for (auto &S : Scans) {
@@ -445,11 +581,11 @@ int main(int argc, const char **argv) {
     errs() << "mpnanny-check: " << Findings.size() - Shown.size()
            << " finding(s) hidden: NOT_OBSERVED on at least " << ClearedAfterSteps << " step(s) in "
            << VerifiedDb << "\n";
-  if (WholeProject || Files.size() > 1) {
+  if (In.WholeProject || In.Files.size() > 1) {
     std::map<std::string, unsigned> PerCheck;
     for (const auto &F : Findings)
       ++PerCheck[F.Check];
-    errs() << "mpnanny-check: " << Files.size() << " file(s) scanned, " << Findings.size()
+    errs() << "mpnanny-check: " << In.Files.size() << " file(s) scanned, " << Findings.size()
            << " finding(s)";
     const char *Sep = ": ";
     for (const auto &[Check, N] : PerCheck) {
@@ -469,7 +605,7 @@ int main(int argc, const char **argv) {
       }
     return Code;
   };
-  if (Unreadable || !Problems.empty())
+  if (In.Unreadable || !Problems.empty())
     return Exit(3);
   if (ConfigErrors)
     return 2;
@@ -479,3 +615,5 @@ int main(int argc, const char **argv) {
       return 1;
   return 0;
 }
+
+} // namespace

@@ -174,6 +174,7 @@ public:
   Tensor norm(const Scalar &p = 2) const;
   Tensor max() const;
   std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
   Tensor amax(IntArrayRef dim = {}, bool keepdim = false) const;
   Tensor matmul(const Tensor &other) const;
   Tensor mm(const Tensor &other) const;
@@ -242,6 +243,7 @@ Tensor sum(const Tensor &self, optional<ScalarType> dtype = nullopt);
 Tensor sum(const Tensor &self, IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt);
 Tensor mean(const Tensor &self, IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt);
 Tensor cumsum(const Tensor &self, int64_t dim, optional<ScalarType> dtype = nullopt);
+std::tuple<Tensor, Tensor> sort(const Tensor &self, int64_t dim = -1, bool descending = false);
 Tensor mean(const Tensor &self, optional<ScalarType> dtype = nullopt);
 Tensor prod(const Tensor &self, optional<ScalarType> dtype = nullopt);
 Tensor var(const Tensor &self, IntArrayRef dim, bool unbiased = true, bool keepdim = false);

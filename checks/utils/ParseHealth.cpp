@@ -1,0 +1,162 @@
+//===--- ParseHealth.cpp - mpnanny -----------------------------------------===//
+#include "ParseHealth.h"
+
+#include "FindingLog.h"
+#include "PrecisionContext.h"
+#include "clang/Basic/Diagnostic.h"
+#include "clang/Basic/SourceManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace clang::tidy::mpnanny::parse_health {
+
+namespace {
+
+struct RecordedError {
+  FileID File;
+  unsigned Offset;
+  std::string Text;
+};
+
+/// The errors of one translation unit, as the compiler reported them.
+struct UnitErrors {
+  const SourceManager *SM = nullptr;
+  std::vector<RecordedError> Errors;
+  bool Summarized = false;
+  /// Worked out on first use, after the parse.
+  std::optional<llvm::DenseMap<const FunctionDecl *, const RecordedError *>> Broken;
+};
+
+/// One translation unit at a time per thread: clang-tidy and mpnanny-check parse a file
+/// from start to end on one thread.
+thread_local std::shared_ptr<UnitErrors> Current;
+
+/// Sits between the compiler and the consumer it had (clang-tidy's), records where the
+/// errors are, and passes everything on unchanged.
+class ErrorRecorder : public DiagnosticConsumer {
+public:
+  ErrorRecorder(DiagnosticConsumer *Next, std::unique_ptr<DiagnosticConsumer> Owned,
+                std::shared_ptr<UnitErrors> Unit)
+      : Next(Next), Owned(std::move(Owned)), Unit(std::move(Unit)) {}
+
+  void HandleDiagnostic(DiagnosticsEngine::Level Level, const Diagnostic &Info) override {
+    DiagnosticConsumer::HandleDiagnostic(Level, Info);
+    if (Level >= DiagnosticsEngine::Error && Info.getLocation().isValid() &&
+        Info.hasSourceManager()) {
+      const SourceManager &SM = Info.getSourceManager();
+      SourceLocation L = SM.getExpansionLoc(Info.getLocation());
+      llvm::SmallString<160> Text;
+      Info.FormatDiagnostic(Text);
+      Unit->SM = &SM;
+      Unit->Errors.push_back({SM.getFileID(L), SM.getFileOffset(L),
+                              SM.getFilename(L).str() + ":" +
+                                  std::to_string(SM.getExpansionLineNumber(L)) + ": " +
+                                  std::string(Text)});
+    }
+    if (Next)
+      Next->HandleDiagnostic(Level, Info);
+  }
+  void BeginSourceFile(const LangOptions &LangOpts, const Preprocessor *PP) override {
+    if (Next)
+      Next->BeginSourceFile(LangOpts, PP);
+  }
+  void EndSourceFile() override {
+    if (Next)
+      Next->EndSourceFile();
+  }
+  void finish() override {
+    if (Next)
+      Next->finish();
+  }
+  void clear() override {
+    DiagnosticConsumer::clear();
+    if (Next)
+      Next->clear();
+  }
+  bool IncludeInDiagnosticCounts() const override {
+    return Next ? Next->IncludeInDiagnosticCounts() : true;
+  }
+
+private:
+  DiagnosticConsumer *Next;
+  std::unique_ptr<DiagnosticConsumer> Owned;
+  std::shared_ptr<UnitErrors> Unit;
+};
+
+thread_local const DiagnosticConsumer *Installed = nullptr;
+
+const llvm::DenseMap<const FunctionDecl *, const RecordedError *> &
+brokenFunctions(const PrecisionContext &Functions, ASTContext &Ctx) {
+  UnitErrors &Unit = *Current;
+  if (!Unit.Broken) {
+    Unit.Broken.emplace();
+    const SourceManager &SM = Ctx.getSourceManager();
+    for (const RecordedError &E : Unit.Errors) {
+      if (Unit.SM != &SM)
+        break;
+      SourceLocation L = SM.getComposedLoc(E.File, E.Offset);
+      if (const FunctionDecl *FD = Functions.functionAt(L))
+        Unit.Broken->try_emplace(FD, &E);
+    }
+    // Declarations Sema rejected without an error inside the body's range (a parameter
+    // of a type from a missing header is reported at the parameter, which is in range too,
+    // but a redeclaration conflict is reported elsewhere).
+    for (const FunctionDecl *FD : Functions.functions())
+      if (FD->isInvalidDecl())
+        Unit.Broken->try_emplace(FD, nullptr);
+  }
+  return *Unit.Broken;
+}
+
+} // namespace
+
+void keepGoing(Preprocessor &PP) {
+  DiagnosticsEngine &Diags = PP.getDiagnostics();
+  if (Installed && Diags.getClient() == Installed)
+    return; // another mpnanny check asked already, for this translation unit
+  Diags.setFatalsAsError(true);
+  Diags.setErrorLimit(0);
+  Current = std::make_shared<UnitErrors>();
+  DiagnosticConsumer *Next = Diags.getClient();
+  std::unique_ptr<DiagnosticConsumer> Owned;
+  if (Diags.ownsClient())
+    Owned = Diags.takeClient();
+  auto Recorder = std::make_unique<ErrorRecorder>(Next, std::move(Owned), Current);
+  Installed = Recorder.get();
+  Diags.setClient(Recorder.release(), /*ShouldOwnClient=*/true);
+}
+
+bool inBrokenFunction(SourceLocation Loc, const PrecisionContext &Functions, ASTContext &Ctx) {
+  if (!Current || (Current->SM && Current->SM != &Ctx.getSourceManager()))
+    return false;
+  const FunctionDecl *FD = Functions.functionAt(Loc);
+  return FD && brokenFunctions(Functions, Ctx).count(FD);
+}
+
+void summarize(const PrecisionContext &Functions, ASTContext &Ctx) {
+  if (!Current || Current->Summarized ||
+      (Current->SM && Current->SM != &Ctx.getSourceManager()))
+    return;
+  Current->Summarized = true;
+  const SourceManager &SM = Ctx.getSourceManager();
+  ::mpnanny::ParseSummary Summary;
+  if (const FileEntry *Main = SM.getFileEntryForID(SM.getMainFileID()))
+    Summary.File = Main->getName().str();
+  std::vector<const FunctionDecl *> All = Functions.functions();
+  Summary.Functions = All.size();
+  const auto &Broken = brokenFunctions(Functions, Ctx);
+  for (const FunctionDecl *FD : All) {
+    auto It = Broken.find(FD);
+    if (It == Broken.end())
+      continue;
+    if (Summary.Unchecked++ == 0)
+      Summary.FirstUnchecked = FD->getQualifiedNameAsString() +
+                               (It->second ? " (" + It->second->Text + ")" : " (invalid declaration)");
+  }
+  ::mpnanny::FindingLog::recordParse(std::move(Summary));
+}
+
+} // namespace clang::tidy::mpnanny::parse_health

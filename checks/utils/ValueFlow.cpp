@@ -1,0 +1,370 @@
+//===--- ValueFlow.cpp - mpnanny -------------------------------------------===//
+#include "ValueFlow.h"
+
+#include "TorchCalls.h"
+#include "clang/AST/DeclCXX.h"
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/Basic/SourceManager.h"
+
+namespace clang::tidy::mpnanny {
+
+namespace {
+/// Deeper than any realistic chain of locals, parameters and members; a cycle (a recursive
+/// function passing its parameter on) stops here as "not complete".
+constexpr int MaxDepth = 8;
+/// Products of several uncertain operands are not worth following further.
+constexpr size_t MaxValues = 16;
+} // namespace
+
+struct ValueFlow::Index {
+  llvm::DenseMap<const FunctionDecl *, std::vector<const Expr *>> Calls;
+  llvm::DenseMap<const FieldDecl *, std::vector<const Expr *>> MemberWrites;
+  llvm::DenseSet<const FieldDecl *> MemberChangedInPlace;
+  llvm::DenseMap<const VarDecl *, bool> Mutated;
+  llvm::DenseSet<const Stmt *> WalkedBodies;
+};
+
+namespace {
+
+/// The user code's calls and member writes, never entering system headers.
+class IndexBuilder : public RecursiveASTVisitor<IndexBuilder> {
+public:
+  IndexBuilder(const SourceManager &SM, ValueFlow::Index &Out) : SM(SM), Out(Out) {}
+  bool TraverseDecl(Decl *D) {
+    if (D && !isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
+        SM.isInSystemHeader(D->getLocation()))
+      return true;
+    return RecursiveASTVisitor::TraverseDecl(D);
+  }
+  bool VisitCallExpr(CallExpr *Call) {
+    if (const FunctionDecl *Callee = Call->getDirectCallee())
+      Out.Calls[Callee->getCanonicalDecl()].push_back(Call);
+    return true;
+  }
+  bool VisitCXXConstructExpr(CXXConstructExpr *Construct) {
+    if (const CXXConstructorDecl *Ctor = Construct->getConstructor())
+      Out.Calls[Ctor->getCanonicalDecl()].push_back(Construct);
+    return true;
+  }
+  bool VisitBinaryOperator(BinaryOperator *BO) {
+    if (BO->isAssignmentOp())
+      write(BO->getLHS(), BO->getOpcode() == BO_Assign ? BO->getRHS() : nullptr);
+    return true;
+  }
+  bool VisitCXXOperatorCallExpr(CXXOperatorCallExpr *Op) {
+    if (Op->isAssignmentOp() && Op->getNumArgs() == 2)
+      write(Op->getArg(0), Op->getOperator() == OO_Equal ? Op->getArg(1) : nullptr);
+    return true;
+  }
+  bool VisitUnaryOperator(UnaryOperator *UO) {
+    if (UO->isIncrementDecrementOp() || UO->getOpcode() == UO_AddrOf)
+      write(UO->getSubExpr(), nullptr);
+    return true;
+  }
+
+private:
+  /// A member written: with its new value, or changed in a way not followed (Value null).
+  void write(const Expr *Target, const Expr *Value) {
+    const auto *Member = Target ? dyn_cast<MemberExpr>(Target->IgnoreParenImpCasts()) : nullptr;
+    const auto *Field = Member ? dyn_cast<FieldDecl>(Member->getMemberDecl()) : nullptr;
+    if (!Field)
+      return;
+    if (Value)
+      Out.MemberWrites[Field].push_back(Value);
+    else
+      Out.MemberChangedInPlace.insert(Field);
+  }
+
+  const SourceManager &SM;
+  ValueFlow::Index &Out;
+};
+
+std::string lineOf(SourceLocation Loc, const ASTContext &Ctx) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  return Loc.isValid() ? "line " + std::to_string(SM.getExpansionLineNumber(Loc)) : "";
+}
+
+std::string joined(const std::string &Outer, const std::string &Inner) {
+  if (Outer.empty())
+    return Inner;
+  if (Inner.empty())
+    return Outer;
+  return Outer + ", " + Inner;
+}
+
+struct CacheEntry {
+  ASTContext *Ctx;
+  std::unique_ptr<ValueFlow> Flow;
+};
+thread_local std::vector<CacheEntry> Cache;
+
+} // namespace
+
+const ValueFlow &ValueFlow::get(ASTContext &Ctx) {
+  for (auto &E : Cache)
+    if (E.Ctx == &Ctx)
+      return *E.Flow;
+  Cache.push_back({&Ctx, std::make_unique<ValueFlow>(Ctx)});
+  return *Cache.back().Flow;
+}
+
+void ValueFlow::reset() { Cache.clear(); }
+
+ValueFlow::ValueFlow(ASTContext &Ctx) : Ctx(Ctx) {}
+ValueFlow::~ValueFlow() = default;
+
+void ValueFlow::index() const {
+  if (Indexed)
+    return;
+  auto *Self = const_cast<ValueFlow *>(this);
+  Self->Indexed = std::make_unique<Index>();
+  IndexBuilder Builder(Ctx.getSourceManager(), *Self->Indexed);
+  Builder.TraverseDecl(Ctx.getTranslationUnitDecl());
+}
+
+bool ValueFlow::isMutated(const VarDecl *Var) const {
+  index();
+  Index &I = *Indexed;
+  auto It = I.Mutated.find(Var);
+  if (It != I.Mutated.end())
+    return It->second;
+  const auto *FD = dyn_cast_or_null<FunctionDecl>(Var->getParentFunctionOrMethod());
+  const Stmt *Body = FD ? FD->getBody() : nullptr;
+  if (!Body)
+    return I.Mutated[Var] = true;
+  // One walk of the function marks every variable it mutates; each local is then answered
+  // from the map (a walk per local was n^2 steps in a generated 10k-statement function).
+  if (I.WalkedBodies.insert(Body).second) {
+    auto Mark = [&](const Expr *E) {
+      if (const auto *Ref = E ? dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts()) : nullptr)
+        if (const auto *V = dyn_cast<VarDecl>(Ref->getDecl()))
+          I.Mutated[V] = true;
+    };
+    visitDescendants(Body, [&](const Stmt *S) {
+      if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S)) {
+        if (Op->isAssignmentOp() && Op->getNumArgs() > 0)
+          Mark(Op->getArg(0));
+      } else if (const auto *BO = dyn_cast<BinaryOperator>(S)) {
+        if (BO->isAssignmentOp())
+          Mark(BO->getLHS());
+      } else if (const auto *UO = dyn_cast<UnaryOperator>(S)) {
+        if (UO->getOpcode() == UO_AddrOf || UO->isIncrementDecrementOp())
+          Mark(UO->getSubExpr());
+      }
+      if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
+        // In-place ops end in '_' and are const methods in LibTorch's TensorBody.h.
+        const CXXMethodDecl *M = Member->getMethodDecl();
+        if (M && (!M->isConst() || (M->getIdentifier() && M->getName().ends_with("_"))))
+          Mark(Member->getImplicitObjectArgument());
+      }
+      if (const auto *Call = dyn_cast<CallExpr>(S))
+        if (const FunctionDecl *Callee = Call->getDirectCallee()) {
+          unsigned First = isa<CXXOperatorCallExpr>(Call) && isa<CXXMethodDecl>(Callee) ? 1 : 0;
+          for (unsigned A = First; A < Call->getNumArgs(); ++A) {
+            unsigned P = A - First;
+            if (P >= Callee->getNumParams())
+              continue;
+            QualType T = Callee->getParamDecl(P)->getType();
+            if (T->isReferenceType() && !T.getNonReferenceType().isConstQualified())
+              Mark(Call->getArg(A));
+          }
+        }
+      if (const auto *Lambda = dyn_cast<LambdaExpr>(S))
+        for (const LambdaCapture &C : Lambda->captures())
+          if (C.capturesVariable() && C.getCaptureKind() == LCK_ByRef)
+            if (const auto *V = dyn_cast<VarDecl>(C.getCapturedVar()))
+              I.Mutated[V] = true;
+      return true;
+    });
+  }
+  auto Found = I.Mutated.find(Var);
+  const bool Mutated = Found != I.Mutated.end() && Found->second;
+  I.Mutated[Var] = Mutated;
+  return Mutated;
+}
+
+const Expr *ValueFlow::stableInitializer(const VarDecl *Var) const {
+  if (!Var || !Var->isLocalVarDecl() || !Var->getInit() || Var->getType()->isReferenceType() ||
+      isa<ParmVarDecl>(Var))
+    return nullptr;
+  if (isMutated(Var))
+    return nullptr;
+  return Var->getInit();
+}
+
+FlowValues ValueFlow::valuesOf(const Expr *E) const {
+  FlowValues Out;
+  Out.Complete = true;
+  valuesInto(E, Out, "", 0);
+  if (Out.Values.empty())
+    Out.Complete = false;
+  return Out;
+}
+
+std::optional<FlowValue> ValueFlow::constantOf(const Expr *E) const {
+  FlowValues V = valuesOf(E);
+  if (!V.Complete)
+    return std::nullopt;
+  for (const FlowValue &X : V.Values)
+    if (X.Value != V.Values.front().Value)
+      return std::nullopt;
+  return V.Values.front();
+}
+
+void ValueFlow::valuesInto(const Expr *E, FlowValues &Out, const std::string &Via,
+                           int Depth) const {
+  E = E ? ignoreConversions(E) : nullptr;
+  if (E)
+    E = E->IgnoreParenImpCasts();
+  if (!E || Depth > MaxDepth || Out.Values.size() >= MaxValues) {
+    Out.Complete = false;
+    return;
+  }
+  if (auto V = evaluateNumber(E, Ctx)) {
+    Out.Values.push_back({*V, Via});
+    return;
+  }
+  if (const auto *Default = dyn_cast<CXXDefaultArgExpr>(E))
+    return valuesInto(Default->getExpr(), Out, Via, Depth + 1);
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    if (const auto *Param = dyn_cast<ParmVarDecl>(Ref->getDecl()))
+      return parameterValues(*Param, Out, Via, Depth);
+    if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()))
+      if (const Expr *Init = stableInitializer(Var))
+        return valuesInto(Init, Out,
+                          joined(Via, "through '" + Var->getNameAsString() + "' (" +
+                                          lineOf(Var->getLocation(), Ctx) + ")"),
+                          Depth + 1);
+    Out.Complete = false;
+    return;
+  }
+  if (const auto *Member = dyn_cast<MemberExpr>(E)) {
+    if (const auto *Field = dyn_cast<FieldDecl>(Member->getMemberDecl()))
+      return memberValues(*Field, Out, Via, Depth);
+    Out.Complete = false;
+    return;
+  }
+  if (const auto *Cond = dyn_cast<ConditionalOperator>(E)) {
+    valuesInto(Cond->getTrueExpr(), Out, Via, Depth + 1);
+    valuesInto(Cond->getFalseExpr(), Out, Via, Depth + 1);
+    return;
+  }
+  if (const auto *UO = dyn_cast<UnaryOperator>(E); UO && UO->getOpcode() == UO_Minus) {
+    FlowValues Inner;
+    Inner.Complete = true;
+    valuesInto(UO->getSubExpr(), Inner, Via, Depth + 1);
+    for (FlowValue &V : Inner.Values)
+      Out.Values.push_back({-V.Value, V.Via});
+    Out.Complete = Out.Complete && Inner.Complete;
+    return;
+  }
+  if (const auto *BO = dyn_cast<BinaryOperator>(E); BO && BO->isAdditiveOp()) {
+    // `1 - eps`: each side's constants, combined (the few there are).
+    FlowValues L, R;
+    L.Complete = R.Complete = true;
+    valuesInto(BO->getLHS(), L, Via, Depth + 1);
+    valuesInto(BO->getRHS(), R, Via, Depth + 1);
+    for (const FlowValue &A : L.Values)
+      for (const FlowValue &B : R.Values)
+        if (Out.Values.size() < MaxValues)
+          Out.Values.push_back({BO->getOpcode() == BO_Add ? A.Value + B.Value : A.Value - B.Value,
+                                joined(A.Via, B.Via)});
+    Out.Complete = Out.Complete && L.Complete && R.Complete && !L.Values.empty() &&
+                   !R.Values.empty();
+    return;
+  }
+  Out.Complete = false;
+}
+
+void ValueFlow::parameterValues(const ParmVarDecl &Param, FlowValues &Out, const std::string &Via,
+                                int Depth) const {
+  index();
+  const auto *FD = dyn_cast_or_null<FunctionDecl>(Param.getDeclContext());
+  if (!FD) {
+    Out.Complete = false;
+    return;
+  }
+  const unsigned Position = Param.getFunctionScopeIndex();
+  const std::string Name = "'" + Param.getNameAsString() + "'";
+  auto It = Indexed->Calls.find(FD->getCanonicalDecl());
+  bool DefaultUsed = false;
+  if (It == Indexed->Calls.end() || It->second.empty()) {
+    // No call in this unit: the callers are elsewhere and may pass anything; the default
+    // is what a caller that passes nothing gets.
+    Out.Complete = false;
+    DefaultUsed = true;
+  } else {
+    for (const Expr *Site : It->second) {
+      const Expr *Arg = nullptr;
+      unsigned Offset = 0;
+      if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Site); Op && isa<CXXMethodDecl>(FD))
+        Offset = 1; // the object is argument 0 of a member operator call
+      if (const auto *Call = dyn_cast<CallExpr>(Site)) {
+        if (Position + Offset < Call->getNumArgs())
+          Arg = Call->getArg(Position + Offset);
+      } else if (const auto *Construct = dyn_cast<CXXConstructExpr>(Site)) {
+        if (Position < Construct->getNumArgs())
+          Arg = Construct->getArg(Position);
+      }
+      if (!Arg || isa<CXXDefaultArgExpr>(Arg->IgnoreImplicit())) {
+        DefaultUsed = true;
+        continue;
+      }
+      valuesInto(Arg, Out,
+                 joined(Via, "passed as " + Name + " at " + lineOf(Site->getBeginLoc(), Ctx)),
+                 Depth + 1);
+    }
+  }
+  if (!DefaultUsed)
+    return;
+  if (Param.hasDefaultArg() && !Param.hasUnparsedDefaultArg() &&
+      !Param.hasUninstantiatedDefaultArg())
+    valuesInto(Param.getDefaultArg(), Out,
+               joined(Via, "the default of " + Name + " in '" + FD->getNameAsString() + "'"),
+               Depth + 1);
+  else
+    Out.Complete = false;
+}
+
+void ValueFlow::memberValues(const FieldDecl &Field, FlowValues &Out, const std::string &Via,
+                             int Depth) const {
+  index();
+  const std::string Name = "member '" + Field.getNameAsString() + "'";
+  if (Indexed->MemberChangedInPlace.count(&Field))
+    Out.Complete = false;
+  const auto *Class = dyn_cast<CXXRecordDecl>(Field.getParent());
+  bool InClassUsed = !Class || Class->ctors().empty();
+  if (Class)
+    for (const CXXConstructorDecl *Ctor : Class->ctors()) {
+      if (!Ctor->doesThisDeclarationHaveABody() && !Ctor->isDefaulted()) {
+        // Defined in another unit: what it does is not seen here.
+        Out.Complete = false;
+        continue;
+      }
+      bool Written = false;
+      for (const CXXCtorInitializer *Init : Ctor->inits())
+        if (Init->isWritten() && Init->getMember() == &Field) {
+          Written = true;
+          valuesInto(Init->getInit(), Out,
+                     joined(Via, Name + " initialised at " + lineOf(Init->getSourceLocation(), Ctx)),
+                     Depth + 1);
+        }
+      if (!Written)
+        InClassUsed = true;
+    }
+  if (InClassUsed) {
+    if (const Expr *Init = Field.getInClassInitializer())
+      valuesInto(Init, Out,
+                 joined(Via, Name + " initialised at " + lineOf(Field.getLocation(), Ctx)),
+                 Depth + 1);
+    else
+      Out.Complete = false;
+  }
+  if (auto It = Indexed->MemberWrites.find(&Field); It != Indexed->MemberWrites.end())
+    for (const Expr *Value : It->second)
+      valuesInto(Value, Out,
+                 joined(Via, Name + " set at " + lineOf(Value->getBeginLoc(), Ctx)), Depth + 1);
+}
+
+} // namespace clang::tidy::mpnanny

@@ -1,0 +1,78 @@
+//===--- ValueFlow.h - mpnanny -----------------------------------*- C++ -*-===//
+//
+// Where a value comes from, within a translation unit. Real code rarely writes the constant
+// at the op: `float eps = 1e-8;` two lines up, `void norm(Tensor x, double eps = 1e-12)`,
+// `eps_(1e-8)` in a constructor, `attend(q, k, /*fill=*/-1e9)` at a call site. ValueFlow
+// follows a scalar through
+//   - a local that is never changed after its initializer,
+//   - a parameter, to every call of its function in the unit and its default argument,
+//   - a member, to its in-class initializer and every constructor's initializer (themselves
+//     followed to the constructor's parameters), when nothing else assigns it,
+// and says, for each constant found, the way it came.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MPNANNY_CHECKS_UTILS_VALUEFLOW_H
+#define MPNANNY_CHECKS_UTILS_VALUEFLOW_H
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Expr.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace clang::tidy::mpnanny {
+
+/// A constant a scalar may hold, with the way it came ("" when written where it is used).
+struct FlowValue {
+  double Value = 0;
+  std::string Via;
+};
+
+/// The constants a scalar may hold. Complete when every way in was followed to a constant;
+/// otherwise other values are possible too.
+struct FlowValues {
+  std::vector<FlowValue> Values;
+  bool Complete = false;
+};
+
+class ValueFlow {
+public:
+  /// The analysis of the translation unit that Ctx holds; built on first use.
+  static const ValueFlow &get(ASTContext &Ctx);
+  /// Forgets the cached analyses; called when a new translation unit starts.
+  static void reset();
+
+  explicit ValueFlow(ASTContext &Ctx);
+  ~ValueFlow();
+
+  /// The constants E may hold (see the file comment).
+  FlowValues valuesOf(const Expr *E) const;
+  /// The one constant every way gives E, when there is one.
+  std::optional<FlowValue> constantOf(const Expr *E) const;
+
+  /// The unit's calls and member writes, built on first use (ValueFlow.cpp).
+  struct Index;
+
+  /// A local's initializer when the local is never reassigned or changed in place in its
+  /// function: the expression its uses stand for.
+  const Expr *stableInitializer(const VarDecl *Var) const;
+  bool isMutated(const VarDecl *Var) const;
+
+private:
+  void valuesInto(const Expr *E, FlowValues &Out, const std::string &Via, int Depth) const;
+  void parameterValues(const ParmVarDecl &Param, FlowValues &Out, const std::string &Via,
+                       int Depth) const;
+  void memberValues(const FieldDecl &Field, FlowValues &Out, const std::string &Via,
+                    int Depth) const;
+  void index() const;
+
+  ASTContext &Ctx;
+  std::unique_ptr<Index> Indexed;
+};
+
+} // namespace clang::tidy::mpnanny
+
+#endif

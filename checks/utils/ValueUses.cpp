@@ -1,0 +1,195 @@
+//===--- ValueUses.cpp - mpnanny -------------------------------------------===//
+#include "ValueUses.h"
+
+#include "TorchCalls.h"
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/ParentMapContext.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSwitch.h"
+#include <algorithm>
+
+namespace clang::tidy::mpnanny {
+
+const char *toString(UseKind K) {
+  switch (K) {
+  case UseKind::PrefixSum: return "prefix-sum";
+  case UseKind::Log: return "log";
+  case UseKind::Divisor: return "divisor";
+  case UseKind::Threshold: return "threshold";
+  }
+  return "?";
+}
+
+std::optional<UseKind> parseUseKind(llvm::StringRef Name) {
+  for (UseKind K : {UseKind::PrefixSum, UseKind::Log, UseKind::Divisor, UseKind::Threshold})
+    if (Name == toString(K))
+      return K;
+  return std::nullopt;
+}
+
+namespace {
+
+/// True when Child is the object Call is made on: the object itself, or the member
+/// expression (`value.method`) the walk up from the object passes through.
+bool isObjectOf(const CXXMemberCallExpr &Call, const Expr &Child) {
+  const Expr *Self = Child.IgnoreParenImpCasts();
+  return Call.getImplicitObjectArgument()->IgnoreParenImpCasts() == Self ||
+         Call.getCallee()->IgnoreParenImpCasts() == Self;
+}
+
+/// Methods and functions whose result holds the same values (a copy, a view, a conversion):
+/// the use of their result is a use of their input.
+bool passesValuesOn(llvm::StringRef Name) {
+  return llvm::StringSwitch<bool>(Name)
+      .Cases("to", "float", "half", "bfloat16", "double", "type", "contiguous", "clone", true)
+      .Cases("detach", "view", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", true)
+      .Cases("permute", "narrow", "slice", "select", "index", "index_select", "gather", true)
+      .Cases("expand", "expand_as", "view_as", "reshape_as", "t", "cpu", "cuda", true)
+      // Reorderings (top-p sorts the probabilities before it sums them); their tuple's first
+      // element, taken by std::get or a structured binding, holds the values.
+      .Cases("sort", "msort", "topk", "flip", "roll", "get", true)
+      .Default(false);
+}
+
+std::optional<UseKind> useByCall(llvm::StringRef Name, bool AsDivisor) {
+  if (Name == "cumsum" || Name == "cumprod" || Name == "cumsum_" || Name == "cumprod_")
+    return UseKind::PrefixSum;
+  if (Name == "log" || Name == "log2" || Name == "log10" || Name == "log1p" || Name == "log_")
+    return UseKind::Log;
+  if (Name == "reciprocal" || Name == "reciprocal_" || Name == "rsqrt" ||
+      ((Name == "div" || Name == "divide" || Name == "true_divide") && AsDivisor))
+    return UseKind::Divisor;
+  if (Name == "lt" || Name == "gt" || Name == "le" || Name == "ge" || Name == "less" ||
+      Name == "greater" || Name == "less_equal" || Name == "greater_equal")
+    return UseKind::Threshold;
+  return std::nullopt;
+}
+
+class UseFinder {
+public:
+  UseFinder(const std::vector<UseKind> &Kinds, ASTContext &Ctx) : Kinds(Kinds), Ctx(Ctx) {}
+
+  std::optional<ValueUse> from(const Expr &Value, int Depth) {
+    if (Depth > 6 || !Seen.insert(&Value).second)
+      return std::nullopt;
+    const Stmt *Node = &Value;
+    for (int Step = 0; Step < 24; ++Step) {
+      DynTypedNodeList Parents = Ctx.getParents(*Node);
+      if (Parents.empty())
+        return std::nullopt;
+      const DynTypedNode &P = Parents[0];
+      if (const auto *Var = P.get<VarDecl>())
+        return throughLocal(*Var, Depth);
+      const auto *Parent = P.get<Stmt>();
+      if (!Parent)
+        return std::nullopt;
+      if (isa<ImplicitCastExpr, ParenExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr,
+              ExprWithCleanups, CXXFunctionalCastExpr>(Parent) ||
+          (isa<CXXConstructExpr>(Parent) && cast<CXXConstructExpr>(Parent)->getNumArgs() == 1)) {
+        Node = Parent;
+        continue;
+      }
+      if (auto Use = classify(*Parent, *cast<Expr>(Node)))
+        return Use;
+      if (const auto *Call = dyn_cast<CallExpr>(Parent); Call && !isa<CXXMemberCallExpr>(Call))
+        if (const FunctionDecl *Callee = Call->getDirectCallee();
+            Callee && Callee->getIdentifier() && passesValuesOn(Callee->getName()) &&
+            Call->getNumArgs() > 0 &&
+            Call->getArg(0)->IgnoreParenImpCasts() == cast<Expr>(Node)->IgnoreParenImpCasts()) {
+          Node = Parent;
+          continue;
+        }
+      if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Parent))
+        if (isObjectOf(*Member, *cast<Expr>(Node)) && Member->getMethodDecl() &&
+            Member->getMethodDecl()->getIdentifier() &&
+            passesValuesOn(Member->getMethodDecl()->getName())) {
+          Node = Parent;
+          continue;
+        }
+      if (const auto *Member = dyn_cast<MemberExpr>(Parent)) {
+        Node = Member; // the callee of a method call on the value: the call is above it
+        continue;
+      }
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+private:
+  bool wanted(UseKind K) const { return std::find(Kinds.begin(), Kinds.end(), K) != Kinds.end(); }
+
+  std::optional<ValueUse> found(UseKind K, const Expr *At) const {
+    if (!wanted(K))
+      return std::nullopt;
+    return ValueUse{K, At};
+  }
+
+  /// How Parent uses Child, when that is one of the kinds looked for.
+  std::optional<ValueUse> classify(const Stmt &Parent, const Expr &Child) {
+    const Expr *Self = Child.IgnoreParenImpCasts();
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(&Parent)) {
+      OverloadedOperatorKind K = Op->getOperator();
+      if ((K == OO_Slash || K == OO_SlashEqual) && Op->getNumArgs() == 2 &&
+          Op->getArg(1)->IgnoreParenImpCasts() == Self)
+        return found(UseKind::Divisor, Op);
+      if (K == OO_Less || K == OO_Greater || K == OO_LessEqual || K == OO_GreaterEqual)
+        return found(UseKind::Threshold, Op);
+      return std::nullopt;
+    }
+    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(&Parent)) {
+      const CXXMethodDecl *M = Member->getMethodDecl();
+      if (!M || !M->getIdentifier())
+        return std::nullopt;
+      const bool OnValue = isObjectOf(*Member, Child);
+      if (auto K = useByCall(M->getName(), /*AsDivisor=*/!OnValue); K && (OnValue || *K == UseKind::Divisor))
+        return found(*K, Member);
+      return std::nullopt;
+    }
+    if (const auto *Call = dyn_cast<CallExpr>(&Parent)) {
+      const FunctionDecl *Callee = Call->getDirectCallee();
+      if (!Callee || !Callee->getIdentifier())
+        return std::nullopt;
+      const bool First = Call->getNumArgs() > 0 && Call->getArg(0)->IgnoreParenImpCasts() == Self;
+      if (auto K = useByCall(Callee->getName(), /*AsDivisor=*/!First))
+        if (First || *K == UseKind::Divisor)
+          return found(*K, Call);
+    }
+    return std::nullopt;
+  }
+
+  std::optional<ValueUse> throughLocal(const VarDecl &Var, int Depth) {
+    const auto *FD = dyn_cast_or_null<FunctionDecl>(Var.getParentFunctionOrMethod());
+    if (!FD || !FD->getBody() || !Var.isLocalVarDecl())
+      return std::nullopt;
+    // `auto [values, indices] = probs.sort(...)`: the values are the first binding's.
+    const ValueDecl *Holder = &Var;
+    if (const auto *Bound = dyn_cast<DecompositionDecl>(&Var)) {
+      if (Bound->bindings().empty())
+        return std::nullopt;
+      Holder = Bound->bindings().front();
+    }
+    std::optional<ValueUse> First;
+    visitDescendants(FD->getBody(), [&](const Stmt *S) {
+      if (First)
+        return false;
+      if (const auto *Ref = dyn_cast<DeclRefExpr>(S); Ref && Ref->getDecl() == Holder)
+        First = from(*Ref, Depth + 1);
+      return !First;
+    });
+    return First;
+  }
+
+  const std::vector<UseKind> &Kinds;
+  ASTContext &Ctx;
+  llvm::DenseSet<const Expr *> Seen;
+};
+
+} // namespace
+
+std::optional<ValueUse> firstUseAs(const Expr &Value, const std::vector<UseKind> &Kinds,
+                                   ASTContext &Ctx) {
+  UseFinder Finder(Kinds, Ctx);
+  return Finder.from(Value, 0);
+}
+
+} // namespace clang::tidy::mpnanny
