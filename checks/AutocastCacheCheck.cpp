@@ -186,7 +186,7 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
     else if (const auto *RD = T->getAsCXXRecordDecl())
       What = RD->getQualifiedNameAsString() + "::step";
   }
-  Subject About{Call, nullptr, "precision-loss", "warning", kb::toString(Why.Value)};
+  Subject About{Call, nullptr, "precision-loss", kb::toString(kb::Severity::Warning), kb::toString(Why.Value)};
   report(Ctx, About, Call->getExprLoc(),
          What + " updates the weights while the " + kb::toString(Why.Value) +
              " weight cache survives: the cache is keyed by the weight's TensorImpl with no "

@@ -130,7 +130,7 @@ void ClipBeforeUnscaleCheck::check(const MatchFinder::MatchResult &Result) {
   std::optional<double> Scale = visibleLossScale(*BackwardLoss, Ctx);
   std::string ScaleText =
       Scale ? formatNumber(*Scale) + " here" : std::string("65536 by default");
-  Subject About{Clip, nullptr, "precision-loss", "warning", kb::toString(Why.Value)};
+  Subject About{Clip, nullptr, "precision-loss", kb::toString(kb::Severity::Warning), kb::toString(Why.Value)};
   report(Ctx, About, Clip->getExprLoc(),
          Spelled + " clips gradients that are still multiplied by the loss scale (" + ScaleText +
              "): the threshold is compared with scaled values, so the clip "

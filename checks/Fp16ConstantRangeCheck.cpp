@@ -73,7 +73,7 @@ void Fp16ConstantRangeCheck::checkValueArguments(const CallExpr &Call, ASTContex
     auto V = evaluateNumber(Arg, Ctx);
     if (!V)
       continue;
-    Subject About{&Call, Op, "", "warning", Name};
+    Subject About{&Call, Op, "", kb::toString(kb::Severity::Warning), Name};
     if (overflows(*V, *Format)) {
       About.Risk = "overflow";
       report(Ctx, About, Arg->getBeginLoc(),
@@ -122,7 +122,7 @@ void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, AS
     return;
   const FormatLimits &Limits = limitsOf(Format);
   std::string Spelled = Option->Class + "::" + Option->Setter;
-  Subject About{&Call, nullptr, "underflow", "warning", kb::toString(Format)};
+  Subject About{&Call, nullptr, "underflow", kb::toString(kb::Severity::Warning), kb::toString(Format)};
   if (flushesToZero(*V, Format))
     report(Ctx, About, Call.getArg(0)->getBeginLoc(),
            Spelled + "(" + formatNumber(*V) + ") is 0 in " + kb::toString(Format) +
@@ -178,7 +178,7 @@ void Fp16ConstantRangeCheck::checkEpsilonAddition(const CXXOperatorCallExpr &Op,
                                                                 : kb::Format::BF16);
   if (!flushesToZero(*V, Format))
     return;
-  Subject About{&Op, nullptr, "underflow", "warning", kb::toString(Format)};
+  Subject About{&Op, nullptr, "underflow", kb::toString(kb::Severity::Warning), kb::toString(Format)};
   report(Ctx, About, Constant->getBeginLoc(),
          "adding " + formatNumber(*V) + " to a " + kb::toString(Format) +
              " tensor is no protection: the sum rounds back to 0 where the tensor is 0 (" +
@@ -235,7 +235,7 @@ void Fp16ConstantRangeCheck::checkOutOfRangeOperand(const CXXOperatorCallExpr &O
   const char *Name = kb::toString(Format);
   std::string Value = formatNumber(*V);
   std::string Limit = formatNumber(limitsOf(Format).Max);
-  Subject About{&Op, nullptr, "overflow", "warning", Name};
+  Subject About{&Op, nullptr, "overflow", kb::toString(kb::Severity::Warning), Name};
   report(Ctx, About, Constant->getBeginLoc(),
          Multiplies
              ? "multiplying a " + std::string(Name) + " tensor by " + Value + ", which " + Name +

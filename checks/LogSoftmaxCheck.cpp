@@ -122,7 +122,7 @@ void LogSoftmaxCheck::check(const MatchFinder::MatchResult &Result) {
         (SoftmaxCall->Kind == Spelling::Function || SoftmaxCall->Kind == Spelling::Method))
       Exact = logSoftmaxFix(*Log, *Found->Softmax, Ctx);
   }
-  Subject About{Call, Op, "underflow", "warning", FormatName};
+  Subject About{Call, Op, "underflow", kb::toString(kb::Severity::Warning), FormatName};
   report(Ctx, About, Call->getExprLoc(), Message, Fix, Why, Exact);
 }
 

@@ -137,7 +137,7 @@ void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
   std::string Fix = "compute the loss in fp32: upcast the operands first, e.g. "
                     "(pred.to(torch::kFloat) - target.to(torch::kFloat)).pow(2).mean(), or use "
                     "the built-in loss under autocast, which computes it in fp32";
-  report(Ctx, Subject{E, knowledgeBase()->findById("mean"), "overflow", "warning", "fp16"}, Loc,
+  report(Ctx, Subject{E, knowledgeBase()->findById("mean"), "overflow", kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)}, Loc,
          Message, Fix, Why);
 }
 

@@ -30,7 +30,7 @@ void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
 
   PrecisionReason AtBackward = Context.at(*Call);
   if (kb::isAutocast(AtBackward.Value)) {
-    Subject About{Call, nullptr, "precision-loss", "warning", kb::toString(AtBackward.Value)};
+    Subject About{Call, nullptr, "precision-loss", kb::toString(kb::Severity::Warning), kb::toString(AtBackward.Value)};
     report(Ctx, About, Call->getExprLoc(),
            Spelled + "() runs while " + kb::toString(AtBackward.Value) +
                " is still enabled: PyTorch recommends leaving autocast before backward, whose "
@@ -78,7 +78,7 @@ void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
       return;
     Producer = *Fp16;
   }
-  Subject About{Call, nullptr, "underflow", "warning", "fp16"};
+  Subject About{Call, nullptr, "underflow", kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)};
   report(Ctx, About, Call->getExprLoc(),
          Spelled + "() on a loss whose forward ran in " + kb::toString(Producer.Value) +
              " with no loss scaling: gradients below 5.96e-8 (fp16's smallest subnormal) "

@@ -239,7 +239,7 @@ void NormInHalfCheck::checkStatistic(const CallExpr &Mean, ASTContext &Ctx) {
                     "the normalized result back with .to(x.scalar_type()); a dtype on mean() "
                     "comes too late, the square is already inf";
   report(Ctx,
-         Subject{&Mean, knowledgeBase()->findById("mean"), "overflow", "warning", "fp16"},
+         Subject{&Mean, knowledgeBase()->findById("mean"), "overflow", kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)},
          Mean.getExprLoc(), Message, Fix, Why);
 }
 

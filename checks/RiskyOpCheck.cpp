@@ -34,7 +34,7 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
   if (!TC)
     return;
   const kb::Op *Op = lookupOp(*TC, *knowledgeBase());
-  if (!Op || Op->Risks.empty() || Op->Check != "mpnanny-risky-op")
+  if (!Op || Op->Risks.empty() || Op->Check != vocab::name(vocab::Check::RiskyOp))
     return;
   // x.pow(2).mean(): the square of a hand-written statistic is reported once, as the
   // statistic, by mpnanny-norm-in-half (or mpnanny-loss-in-half for a loss).

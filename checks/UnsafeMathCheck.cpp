@@ -47,8 +47,8 @@ std::string twoDecimals(double V) {
 
 UnsafeMathCheck::UnsafeMathCheck(StringRef Name, ClangTidyContext *Context)
     : MpnannyCheck(Name, Context),
-      LogSoftmaxEnabled(Context->isCheckEnabled("mpnanny-log-softmax")),
-      RiskyOpEnabled(Context->isCheckEnabled("mpnanny-risky-op")) {}
+      LogSoftmaxEnabled(Context->isCheckEnabled(vocab::name(vocab::Check::LogSoftmax))),
+      RiskyOpEnabled(Context->isCheckEnabled(vocab::name(vocab::Check::RiskyOp))) {}
 
 void UnsafeMathCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (!knowledgeBase())
@@ -68,7 +68,7 @@ void UnsafeMathCheck::onStartOfTranslationUnit() {
 /// mpnanny-risky-op reports this call already (an op it owns, with a warning-level
 /// risk in this format): one finding per call is enough.
 bool UnsafeMathCheck::riskyOpReports(const kb::Op &Op, kb::Format F) const {
-  if (!RiskyOpEnabled || Op.Check != "mpnanny-risky-op")
+  if (!RiskyOpEnabled || Op.Check != vocab::name(vocab::Check::RiskyOp))
     return false;
   return std::any_of(Op.Risks.begin(), Op.Risks.end(), [F](const kb::Risk &R) {
     return R.Level != kb::Severity::Note && R.Kind != kb::RiskKind::Banned &&
@@ -104,7 +104,8 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
   PrecisionReason Why = Context.at(*Call);
   if (Why.Value == kb::Precision::FP32)
     return;
-  if (Op->Check != "mpnanny-unsafe-math" && Op->Check != "mpnanny-risky-op")
+  if (Op->Check != vocab::name(vocab::Check::UnsafeMath) &&
+      Op->Check != vocab::name(vocab::Check::RiskyOp))
     return;
   if (std::optional<kb::Format> Computed = Context.computeFormatOf(*TC, Op);
       Computed && riskyOpReports(*Op, *Computed))
@@ -126,7 +127,7 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
     std::string Fix = "subtract the maximum first (x - x.amax(dim, true)), keep the argument "
                       "below " + twoDecimals(Limit) +
                       ", or compute in fp32: torch::exp(x.to(torch::kFloat))";
-    Subject About{Call, Op, "overflow", "warning", Name};
+    Subject About{Call, Op, "overflow", kb::toString(kb::Severity::Warning), Name};
     if (Arg.isBoundedAbove()) {
       report(Ctx, About, Call->getExprLoc(),
              Spelled + " in " + Name + " overflows to inf: its argument reaches " +
@@ -168,7 +169,7 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
   std::string Guard = "keep it positive: add or clamp_min an eps of at least " +
                       formatNumber(L.MinNormal) + " (" + Name +
                       "'s smallest normal), or compute in fp32 with .to(torch::kFloat)";
-  Subject About{Call, Op, "domain", "warning", Name};
+  Subject About{Call, Op, "domain", kb::toString(kb::Severity::Warning), Name};
   std::string Message;
   if (Arg.mayBeNegative() && (*Kind == MathKind::Log || *Kind == MathKind::Sqrt ||
                               *Kind == MathKind::Rsqrt)) {
@@ -216,7 +217,7 @@ void UnsafeMathCheck::checkDivision(const Expr &Division, const Expr &Divisor, A
     return;
   kb::Format F = Ranges->formatOf(&Divisor);
   const char *Name = kb::toString(F);
-  Subject About{&Division, knowledgeBase()->findById("div"), "overflow", "warning", Name};
+  Subject About{&Division, knowledgeBase()->findById("div"), "overflow", kb::toString(kb::Severity::Warning), Name};
   report(Ctx, About, Division.getExprLoc(),
          "division by a value that may be 0 in " + std::string(Name) + ": the divisor lies in " +
              withOrigin(D) + ", and x / 0 is inf (0 / 0 is NaN)",

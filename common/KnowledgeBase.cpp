@@ -30,28 +30,10 @@ namespace fs = std::filesystem;
 
 namespace mpnanny::kb {
 
-const char *toString(Precision P) {
-  switch (P) {
-  case Precision::FP32: return "fp32";
-  case Precision::FP16: return "fp16";
-  case Precision::BF16: return "bf16";
-  case Precision::AutocastFP16: return "autocast-fp16";
-  case Precision::AutocastBF16: return "autocast-bf16";
-  }
-  return "?";
-}
-const char *toString(Format F) {
-  switch (F) {
-  case Format::FP32: return "fp32";
-  case Format::FP16: return "fp16";
-  case Format::BF16: return "bf16";
-  }
-  return "?";
-}
 const char *toString(AutocastPolicy P) {
   switch (P) {
   case AutocastPolicy::Lower: return "lower";
-  case AutocastPolicy::FP32: return "fp32";
+  case AutocastPolicy::FP32: return toString(Format::FP32); // "run it in fp32"
   case AutocastPolicy::FP32UnlessDtype: return "fp32-unless-dtype";
   case AutocastPolicy::Promote: return "promote";
   case AutocastPolicy::Banned: return "banned";
@@ -69,23 +51,6 @@ const char *toString(RiskKind K) {
   }
   return "?";
 }
-const char *toString(Severity S) {
-  switch (S) {
-  case Severity::Note: return "note";
-  case Severity::Warning: return "warning";
-  case Severity::Error: return "error";
-  }
-  return "?";
-}
-
-std::optional<Precision> parsePrecision(const std::string &Name) {
-  for (Precision P : {Precision::FP32, Precision::FP16, Precision::BF16,
-                      Precision::AutocastFP16, Precision::AutocastBF16})
-    if (Name == toString(P))
-      return P;
-  return std::nullopt;
-}
-
 bool isAutocast(Precision P) {
   return P == Precision::AutocastFP16 || P == Precision::AutocastBF16;
 }
@@ -309,7 +274,7 @@ public:
                                 "' (known: identity, exp, log, sqrt, rsqrt, reciprocal, "
                                 "square, abs, neg, clamp, pow, sum, mean)");
     }
-    O.Check = N["check"] ? scalar(N["check"], "'check'") : "mpnanny-risky-op";
+    O.Check = N["check"] ? scalar(N["check"], "'check'") : vocab::name(vocab::Check::RiskyOp);
     O.References = stringList(N, "references");
     if (!O.Risks.empty() && O.References.empty())
       fail(N, "op '" + O.Id + "' has risks but no 'references' (every rule carries its evidence)");

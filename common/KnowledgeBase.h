@@ -16,24 +16,30 @@
 #include <string>
 #include <vector>
 
+#include "Vocabulary.h"
+
 namespace mpnanny::kb {
 
 /// The precision a piece of code computes in, as the checks infer it.
-enum class Precision { FP32, FP16, BF16, AutocastFP16, AutocastBF16 };
+using Precision = vocab::Precision;
 /// The storage format an op actually computes in once autocast has been applied.
-enum class Format { FP32, FP16, BF16 };
+using Format = vocab::Format;
+/// How bad a finding is.
+using Severity = vocab::Severity;
 
 /// CUDA autocast's treatment of an op (aten/src/ATen/autocast_mode.cpp).
 enum class AutocastPolicy { Lower, FP32, FP32UnlessDtype, Promote, Banned, None };
 enum class RiskKind { Overflow, Underflow, PrecisionLoss, Domain, Banned };
-enum class Severity { Note, Warning, Error };
 
-const char *toString(Precision P);
-const char *toString(Format F);
+/// The vocabulary's names (common/Vocabulary.cpp), under the name the checks call them by.
+inline const char *toString(Precision P) { return vocab::name(P); }
+inline const char *toString(Format F) { return vocab::name(F); }
+inline const char *toString(Severity S) { return vocab::name(S); }
 const char *toString(AutocastPolicy P);
 const char *toString(RiskKind K);
-const char *toString(Severity S);
-std::optional<Precision> parsePrecision(const std::string &Name);
+inline std::optional<Precision> parsePrecision(const std::string &Name) {
+  return vocab::parse<Precision>(Name);
+}
 
 /// Where an entry was written, for messages that point back into the YAML.
 struct Mark {

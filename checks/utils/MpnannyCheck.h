@@ -45,7 +45,7 @@ protected:
     const Stmt *Node = nullptr;     ///< the flagged expression
     const kb::Op *Op = nullptr;     ///< its knowledge-base entry, for the ATen ops
     std::string Risk;               ///< overflow, underflow, precision-loss, domain, banned
-    std::string Severity = "warning";
+    std::string Severity = kb::toString(kb::Severity::Warning);
     std::string Format;             ///< the format the code computes in
   };
 

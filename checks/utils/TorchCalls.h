@@ -22,6 +22,7 @@ class ASTContext;
 namespace tidy::mpnanny {
 
 namespace kb = ::mpnanny::kb;
+namespace vocab = ::mpnanny::vocab;
 
 enum class Spelling { Function, Method, Functional, Module };
 

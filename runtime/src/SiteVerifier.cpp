@@ -53,16 +53,6 @@ std::string number(double value) {
 
 }  // namespace
 
-const char* to_string(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::Confirmed: return "CONFIRMED";
-    case Verdict::AtRisk: return "AT_RISK";
-    case Verdict::NotObserved: return "NOT_OBSERVED";
-    case Verdict::NotReached: return "NOT_REACHED";
-  }
-  return "?";
-}
-
 SitesFile load_sites(const std::string& given_path, bool check_sources) {
   SitesFile result;
   // Named absolute in the warnings: the default is relative to wherever training was started.
@@ -168,8 +158,8 @@ std::optional<size_t> SiteVerifier::match(const std::string& file, int64_t line,
 }
 
 const FormatLimits& SiteVerifier::limits_for(const Site& site) const {
-  if (site.precision == "bf16") return kBf16Limits;
-  if (site.precision == "fp16") return kFp16Limits;
+  if (site.precision == to_string(Precision::BF16)) return kBf16Limits;
+  if (site.precision == to_string(Precision::FP16)) return kFp16Limits;
   return target_ == Precision::BF16 ? kBf16Limits : kFp16Limits;
 }
 
@@ -204,7 +194,7 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
   ++e.executions;
   const FormatLimits& limits = limits_for(site);
   const bool fp16 = &limits == &kFp16Limits;
-  const std::string format = fp16 ? "fp16" : "bf16";
+  const std::string format = to_string(fp16 ? Precision::FP16 : Precision::BF16);
   const int64_t overflow = fp16 ? stats.fp16_overflow : stats.bf16_overflow;
   const int64_t flushed = fp16 ? stats.fp16_flush : stats.bf16_flush;
   const int64_t subnormal = fp16 ? stats.fp16_subnormal : stats.bf16_subnormal;
@@ -267,7 +257,7 @@ void SiteVerifier::observe_argument(size_t index, int64_t step, const TensorStat
     const bool fp16 = &limits == &kFp16Limits;
     const int64_t flushed = fp16 ? argument.fp16_flush : argument.bf16_flush;
     const int64_t subnormal = fp16 ? argument.fp16_subnormal : argument.bf16_subnormal;
-    const std::string format = fp16 ? "fp16" : "bf16";
+    const std::string format = to_string(fp16 ? Precision::FP16 : Precision::BF16);
     if (flushed > 0) {
       record_first(e.confirmed, site, Verdict::Confirmed, step, argument.min_abs_nonzero,
                    std::to_string(flushed) + " values of its argument flush to 0 in " + format + " (min |x| = " +

@@ -43,8 +43,8 @@ struct SitesFile {
 /// holds the start of their expression (the file was edited since the scan).
 SitesFile load_sites(const std::string& path, bool check_sources = true);
 
-enum class Verdict { Confirmed, AtRisk, NotObserved, NotReached };
-const char* to_string(Verdict verdict);
+using Verdict = vocab::Verdict;
+inline const char* to_string(Verdict verdict) { return vocab::name(verdict); }
 
 struct SiteVerdict {
   const Site* site = nullptr;

@@ -43,7 +43,8 @@ std::string absolutePath(const std::string &Path, const std::string &Directory) 
 }
 
 static std::string severityOf(const clang::tidy::ClangTidyError &E) {
-  return E.DiagLevel == clang::tooling::Diagnostic::Error ? "error" : "warning";
+  return vocab::name(E.DiagLevel == clang::tooling::Diagnostic::Error ? vocab::Severity::Error
+                                                                      : vocab::Severity::Warning);
 }
 
 std::vector<Finding> collectFindings(const std::vector<clang::tidy::ClangTidyError> &Errors,
@@ -83,8 +84,8 @@ std::vector<Finding> collectFindings(const std::vector<clang::tidy::ClangTidyErr
         F.Precision = D.Precision;
         F.Fix = D.Fix;
         F.AtenOps = D.AtenOps;
-        if (D.Severity == "error")
-          F.Severity = "error";
+        if (D.Severity == vocab::name(vocab::Severity::Error))
+          F.Severity = D.Severity;
         break;
       }
     }

@@ -7,6 +7,7 @@
 #ifndef MPNANNY_TOOLS_OUTPUT_H
 #define MPNANNY_TOOLS_OUTPUT_H
 
+#include "Vocabulary.h"
 #include "utils/FindingLog.h"
 #include "clang-tidy/ClangTidyDiagnosticConsumer.h"
 #include <nlohmann/json.hpp>
@@ -38,7 +39,7 @@ struct Finding {
   std::string Message;
   Location Where;
   unsigned Offset = 0;
-  std::string Severity = "warning";
+  std::string Severity = vocab::name(vocab::Severity::Warning);
   std::string Function;
   std::string Expression;
   std::string Risk;

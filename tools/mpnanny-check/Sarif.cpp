@@ -62,7 +62,7 @@ static std::string ruleName(llvm::StringRef Check) {
 static nlohmann::json ruleOf(const std::string &Check) {
   nlohmann::json Rule = {{"id", Check},
                          {"name", ruleName(Check)},
-                         {"defaultConfiguration", {{"level", "warning"}}}};
+                         {"defaultConfiguration", {{"level", vocab::name(vocab::Severity::Warning)}}}};
   std::optional<std::string> Page = pageOf(Check);
   if (!Page) {
     Rule["shortDescription"] = {{"text", Check}};
@@ -127,9 +127,9 @@ nlohmann::json toSarif(const std::vector<Finding> &Findings, const SarifRun &Run
           {{"fullyQualifiedName", F.Function}, {"kind", "function"}}};
     nlohmann::json Result = {{"ruleId", F.Check},
                              {"ruleIndex", RuleIndex[F.Check]},
-                             {"level", F.Severity == "error"  ? "error"
-                                       : F.Severity == "note" ? "note"
-                                                              : "warning"},
+                             // SARIF's result levels are the vocabulary's severities.
+                             {"level", vocab::name(vocab::parse<vocab::Severity>(F.Severity)
+                                                       .value_or(vocab::Severity::Warning))},
                              {"message", {{"text", F.Message}}},
                              {"locations", {Location}}};
     // SARIF wants related locations unique; a check may attach the same note twice.
@@ -163,7 +163,7 @@ nlohmann::json toSarif(const std::vector<Finding> &Findings, const SarifRun &Run
 
   nlohmann::json Notifications = nlohmann::json::array();
   for (const auto &P : Run.Problems)
-    Notifications.push_back({{"level", "error"}, {"message", {{"text", P}}}});
+    Notifications.push_back({{"level", vocab::name(vocab::Severity::Error)}, {"message", {{"text", P}}}});
   nlohmann::json Invocation = {{"executionSuccessful", Run.Problems.empty()}};
   if (!Notifications.empty())
     Invocation["toolExecutionNotifications"] = Notifications;

@@ -138,7 +138,7 @@ prepareCache(HeaderCache &Cache, const std::vector<std::string> &Files,
   std::vector<const std::pair<HeaderCache::Plan, std::vector<size_t>> *> Entries;
   const bool Debug = std::getenv("MPNANNY_DEBUG_SCAN") && *std::getenv("MPNANNY_DEBUG_SCAN");
   static std::mutex Print;
-  auto Tell = [](const std::string &Note, const char *Kind = "note") {
+  auto Tell = [](const std::string &Note, const char *Kind = vocab::name(vocab::Severity::Note)) {
     if (Note.empty())
       return;
     std::lock_guard<std::mutex> G(Print);

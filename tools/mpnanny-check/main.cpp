@@ -62,11 +62,10 @@ cl::opt<unsigned> Jobs("j", cl::desc("Files scanned in parallel (default: number
                        cl::init(0), cl::value_desc("N"), cl::cat(Category));
 cl::opt<std::string> RulesDir("rules", cl::desc("Knowledge base directory (default: bundled rules)"),
                               cl::value_desc("dir"), cl::cat(Category));
-cl::opt<std::string> PrecisionOpt(
-    "precision",
-    cl::desc("Force the precision instead of inferring it: fp32, fp16, bf16, autocast-fp16, "
-             "autocast-bf16"),
-    cl::cat(Category));
+// The vocabulary's names; cl::desc keeps a reference, so the text lives as long as the option.
+const std::string PrecisionHelp = "Force the precision instead of inferring it: " +
+                                  mpnanny::vocab::joinedNames<mpnanny::vocab::Precision>();
+cl::opt<std::string> PrecisionOpt("precision", cl::desc(PrecisionHelp), cl::cat(Category));
 cl::opt<std::string> ChecksOpt("checks", cl::desc("Checks to run (clang-tidy glob)"),
                                cl::init("-*,mpnanny-*"), cl::cat(Category));
 cl::opt<std::string> FormatOpt("format",
@@ -79,7 +78,8 @@ cl::opt<std::string> ExportSites(
 cl::opt<std::string> FailOn("fail-on",
                             cl::desc("Lowest severity that makes the exit code 1: note, "
                                      "warning (default) or error"),
-                            cl::init("warning"), cl::cat(Category));
+                            cl::init(std::string(mpnanny::vocab::name(mpnanny::vocab::Severity::Warning))),
+                            cl::cat(Category));
 cl::opt<bool> FixOpt("fix", cl::desc("Apply the fix-its that are exact rewrites"), cl::cat(Category));
 cl::opt<bool> ListChecks("list-checks", cl::desc("List the checks, one line each"),
                          cl::cat(Category));
@@ -152,7 +152,11 @@ adjusted(std::unique_ptr<tooling::CompilationDatabase> Base) {
   return mpnanny::check::adjusted(std::move(Base), extraArgs());
 }
 
-int severityRank(StringRef S) { return S == "error" ? 2 : S == "warning" ? 1 : 0; }
+/// Note 0, warning 1, error 2 (the vocabulary's order); anything else counts as a note.
+int severityRank(StringRef S) {
+  auto Level = mpnanny::vocab::parse<mpnanny::vocab::Severity>(std::string_view(S.data(), S.size()));
+  return static_cast<int>(Level.value_or(mpnanny::vocab::Severity::Note));
+}
 
 /// `--export-sites FILE` as well as `--export-sites=FILE`: an optional value is only
 /// taken after '=' by the command-line library, so a following *.json is joined to it.
@@ -237,11 +241,14 @@ int main(int argc, const char **argv) {
 
   if (FormatOpt != "text" && FormatOpt != "json" && FormatOpt != "sarif")
     return fail("unknown --format '" + FormatOpt + "' (use text, json or sarif)", 2);
-  if (FailOn != "note" && FailOn != "warning" && FailOn != "error")
-    return fail("unknown --fail-on '" + FailOn + "' (use note, warning or error)", 2);
-  if (!PrecisionOpt.empty() && !mpnanny::kb::parsePrecision(PrecisionOpt))
-    return fail("unknown --precision '" + PrecisionOpt +
-                    "' (use fp32, fp16, bf16, autocast-fp16 or autocast-bf16)",
+  namespace vocab = mpnanny::vocab;
+  if (!vocab::parse<vocab::Severity>(FailOn))
+    return fail("unknown --fail-on '" + FailOn + "' (use " +
+                    vocab::choices(vocab::names<vocab::Severity>()) + ")",
+                2);
+  if (!PrecisionOpt.empty() && !vocab::parse<vocab::Precision>(PrecisionOpt))
+    return fail("unknown --precision '" + PrecisionOpt + "' (use " +
+                    vocab::choices(vocab::names<vocab::Precision>()) + ")",
                 2);
   std::optional<mpnanny::check::Verdicts> Verified;
   if (!VerifiedDb.empty()) {

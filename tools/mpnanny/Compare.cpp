@@ -104,15 +104,15 @@ double relative(double ref, double low, double floor) {
 }
 
 /// The format the low run computed in, from the dtypes it recorded; else what it was judged against.
-std::string low_format(const std::map<std::string, int64_t>& dtypes, const std::string& judged) {
+vocab::HalfFormat low_format(const std::map<std::string, int64_t>& dtypes, const std::string& judged) {
   int64_t half = 0, bf16 = 0;
   for (const auto& [dtype, count] : dtypes) {
     if (dtype == "Half") half += count;
     if (dtype == "BFloat16") bf16 += count;
   }
-  if (bf16 > half) return "BF16";
-  if (half > 0) return "FP16";
-  return precision_name(judged) == "BF16" ? "BF16" : "FP16";
+  if (bf16 > half) return vocab::HalfFormat::BF16;
+  if (half > 0) return vocab::HalfFormat::FP16;
+  return judged_format(judged);
 }
 
 json describe(const Database& db, const std::map<std::string, int64_t>& dtypes) {
@@ -128,8 +128,8 @@ nlohmann::json compare_runs(const Database& reference, const Database& low, cons
   std::map<std::string, int64_t> ref_dtypes, low_dtypes;
   const auto ref_tracks = load(reference, ref_dtypes);
   const auto low_tracks = load(low, low_dtypes);
-  const std::string format = low_format(low_dtypes, str(low.run()["precision"]));
-  const double epsilon = format == "BF16" ? std::ldexp(1.0, -7) : std::ldexp(1.0, -10);
+  const vocab::HalfFormat format = low_format(low_dtypes, str(low.run()["precision"]));
+  const double epsilon = format == vocab::HalfFormat::BF16 ? std::ldexp(1.0, -7) : std::ldexp(1.0, -10);
   const double tolerance = options.tolerance.value_or(8 * epsilon);
 
   json rows = json::array();
@@ -212,7 +212,7 @@ nlohmann::json compare_runs(const Database& reference, const Database& low, cons
   }
   return {{"reference", describe(reference, ref_dtypes)},
           {"low", describe(low, low_dtypes)},
-          {"low_format", format},
+          {"low_format", precision_label(format)},
           {"tolerance", tolerance},
           {"floor", options.floor},
           {"departure", departure},

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "mpnanny/MetricsWriter.h"  // kMetricsSchemaVersion only: one source of truth for the layout
+#include "MetricsSchema.h"  // the runtime writes the same version: one source of truth for the layout
 
 namespace fs = std::filesystem;
 

@@ -1,6 +1,6 @@
 #include "Queries.h"
 
-#include "mpnanny/Alert.h"
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <charconv>
@@ -30,17 +30,43 @@ std::string short_number(double value) {
 /// The site columns every row carries, from a row that has file/line/function.
 void add_site(nlohmann::json& row) { row["site"] = site_label(row); }
 
+/// `CASE column WHEN ?N THEN 0 WHEN ?N+1 THEN 1 ... ELSE count END`: sorts by the order of the
+/// names bind_names binds from parameter N on (the vocabulary's order, not a copy of it).
+std::string rank_in(const std::string& column, int first_parameter, size_t count) {
+  std::string sql = "CASE " + column;
+  for (size_t i = 0; i < count; ++i) {
+    sql += " WHEN ?" + std::to_string(first_parameter + static_cast<int>(i)) + " THEN " + std::to_string(i);
+  }
+  return sql + " ELSE " + std::to_string(count) + " END";
+}
+
+void bind_names(Statement& statement, int first_parameter, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < names.size(); ++i) statement.bind(first_parameter + static_cast<int>(i), names[i]);
+}
+
+const std::string kSiteVerdictsTable = "site_verdicts";
+
 }  // namespace
 
-std::string precision_name(const std::string& precision) {
-  std::string upper = precision;
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return upper;
+std::string precision_name(const std::string& precision) { return vocab::upperCase(precision); }
+
+std::string precision_label(vocab::HalfFormat format) { return vocab::upperCase(vocab::name(format)); }
+
+vocab::HalfFormat judged_format(const std::string& precision) {
+  return vocab::parseAnyCase<vocab::HalfFormat>(precision).value_or(vocab::HalfFormat::FP16);
 }
 
 double precision_max(const std::string& precision) {
-  return precision_name(precision) == "BF16" ? 3.3895313892515355e+38 : 65504.0;
+  return judged_format(precision) == vocab::HalfFormat::BF16 ? 3.3895313892515355e+38 : 65504.0;
 }
+
+std::vector<std::string> severity_names() {
+  std::vector<std::string> names = vocab::names<vocab::AlertSeverity>();
+  std::reverse(names.begin(), names.end());
+  return names;
+}
+
+std::string severity_choices() { return vocab::choices(severity_names()); }
 
 std::string site_label(const nlohmann::json& row) {
   const std::string file = row.contains("file") ? str(row["file"]) : "";
@@ -111,10 +137,11 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
                       {"first", q->value(3)}, {"last", q->value(4)}};
     }
     {
-      auto q = db->prepare(
-          "SELECT type, severity, COUNT(*) FROM alerts WHERE run_id = ? GROUP BY type, severity "
-          "ORDER BY CASE severity WHEN 'ERROR' THEN 0 WHEN 'WARNING' THEN 1 ELSE 2 END, type");
+      const std::vector<std::string> severities = severity_names();
+      auto q = db->prepare("SELECT type, severity, COUNT(*) FROM alerts WHERE run_id = ?1 GROUP BY type, severity "
+                           "ORDER BY " + rank_in("severity", 2, severities.size()) + ", type");
       q->bind(1, run_id);
+      bind_names(*q, 2, severities);
       nlohmann::json counts = nlohmann::json::array();
       int64_t total = 0;
       while (q->step()) {
@@ -127,8 +154,8 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
     {
       auto q = db->prepare(
           "SELECT step, type, phase, op, name, function, file, line, value, threshold, message FROM alerts "
-          "WHERE run_id = ? AND severity = 'ERROR' ORDER BY step, seq, alert_id LIMIT 1");
-      q->bind(1, run_id);
+          "WHERE run_id = ? AND severity = ? ORDER BY step, seq, alert_id LIMIT 1");
+      q->bind(1, run_id).bind(2, std::string(vocab::name(vocab::AlertSeverity::Error)));
       if (q->step()) {
         nlohmann::json first = q->row();
         add_site(first);
@@ -213,8 +240,8 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
 }
 
 std::optional<std::string> unknown_alert_type(const std::string& type) {
-  if (alert_type_from_string(type)) return std::nullopt;
-  return "no alert type '" + type + "' (types: " + alert_type_names() + ")";
+  if (vocab::parse<vocab::AlertType>(type)) return std::nullopt;
+  return "no alert type '" + type + "' (types: " + vocab::joinedNames<vocab::AlertType>() + ")";
 }
 
 nlohmann::json alerts(const Databases& databases, const AlertFilter& filter) {
@@ -285,13 +312,14 @@ std::vector<int64_t> traced_steps(const Database& database) {
 
 nlohmann::json site_verdicts(const Database& db) {
   nlohmann::json rows = nlohmann::json::array();
-  if (!db.has_table("site_verdicts")) return rows;
+  if (!db.has_table(kSiteVerdictsTable)) return rows;
+  const std::vector<std::string> verdicts = vocab::names<vocab::Verdict>();
   auto q = db.prepare(
       "SELECT site_id, check_name, verdict, file, line, function, steps_observed, worst_headroom, first_step, "
-      "value, evidence FROM site_verdicts WHERE run_id = ? ORDER BY CASE verdict WHEN 'CONFIRMED' THEN 0 "
-      "WHEN 'AT_RISK' THEN 1 WHEN 'NOT_OBSERVED' THEN 2 WHEN 'NOT_REACHED' THEN 3 ELSE 4 END, file, line, "
-      "site_id");
+      "value, evidence FROM " + kSiteVerdictsTable + " WHERE run_id = ?1 ORDER BY " +
+      rank_in("verdict", 2, verdicts.size()) + ", file, line, site_id");
   q->bind(1, db.run_id());
+  bind_names(*q, 2, verdicts);
   while (q->step()) {
     nlohmann::json row = q->row();
     row["rank"] = db.rank();
@@ -305,10 +333,73 @@ nlohmann::json sites(const Databases& databases) {
   nlohmann::json rows = nlohmann::json::array();
   nlohmann::json available = nlohmann::json::array();
   for (const auto& db : databases) {
-    available.push_back({{"rank", db->rank()}, {"file", db->path()}, {"verification", db->has_table("site_verdicts")}});
+    available.push_back({{"rank", db->rank()}, {"file", db->path()}, {"verification", db->has_table(kSiteVerdictsTable)}});
     for (nlohmann::json& row : site_verdicts(*db)) rows.push_back(std::move(row));
   }
   return {{"available", available}, {"verdicts", rows}};
+}
+
+namespace {
+
+struct CloseDatabase {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+
+std::optional<double> optional_real(const Statement& row, int column) {
+  return row.is_null(column) ? std::nullopt : std::optional<double>(row.real(column));
+}
+
+}  // namespace
+
+RunVerdicts newest_site_verdicts(const std::string& path) {
+  // Not a Database: any file with the table will do (no runs or meta needed), read-only, and no
+  // file is created for a wrong path.
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    const std::string message = raw ? sqlite3_errmsg(raw) : "out of memory";
+    sqlite3_close(raw);
+    throw Error("cannot open '" + path + "': " + message);
+  }
+  const std::unique_ptr<sqlite3, CloseDatabase> db(raw);
+  sqlite3_busy_timeout(db.get(), 2000);  // training may still be writing
+  // SQLite's own words, with the file they are about ("file is not a database").
+  const auto cannot_read = [&] { return Error("cannot read '" + path + "': " + sqlite3_errmsg(db.get())); };
+  const auto prepared = [&](const std::string& sql) {
+    try {
+      return std::make_unique<Statement>(db.get(), sql);
+    } catch (const Error&) {
+      throw cannot_read();
+    }
+  };
+  const auto next = [&](Statement& statement) {
+    try {
+      return statement.step();
+    } catch (const Error&) {
+      throw cannot_read();
+    }
+  };
+  auto has_table = prepared("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+  if (!next(has_table->bind(1, kSiteVerdictsTable))) {
+    throw Error("'" + path + "' holds no verification data (no " + kSiteVerdictsTable +
+                " table): train with MPNANNY_VERIFY=1 and the sites file of --export-sites");
+  }
+  auto rows = prepared("SELECT run_id, site_id, verdict, evidence, steps_observed, worst_headroom, first_step, value "
+                       "FROM " + kSiteVerdictsTable + " WHERE run_id = (SELECT MAX(run_id) FROM " +
+                       kSiteVerdictsTable + ")");
+  RunVerdicts out;
+  while (next(*rows)) {
+    out.run_id = rows->integer(0);
+    StoredVerdict verdict;
+    verdict.site_id = rows->text(1);
+    verdict.verdict = rows->text(2);
+    verdict.evidence = rows->text(3);
+    verdict.steps_observed = rows->integer(4);
+    verdict.worst_headroom = optional_real(*rows, 5);
+    if (!rows->is_null(6)) verdict.first_step = rows->integer(6);
+    verdict.value = optional_real(*rows, 7);
+    out.verdicts.push_back(std::move(verdict));
+  }
+  return out;
 }
 
 }  // namespace mpnanny::query

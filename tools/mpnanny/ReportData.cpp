@@ -207,7 +207,7 @@ json localization(const Database& db, const std::string& precision, json& chains
     steps.insert(row["step"].get<int64_t>());
     out.push_back(row);
   }
-  const bool fp16 = precision != "BF16";
+  const bool fp16 = judged_format(precision) != vocab::HalfFormat::BF16;
   for (const int64_t step : steps) {
     json chain = json::array();
     auto c = db.prepare(

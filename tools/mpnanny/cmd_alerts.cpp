@@ -35,8 +35,8 @@ int alerts(Args args) {
   query::AlertFilter filter;
   if (auto severity = args.take("--severity")) {
     *severity = upper(*severity);
-    if (*severity != "ERROR" && *severity != "WARNING" && *severity != "INFO") {
-      throw UsageError("--severity must be ERROR, WARNING or INFO");
+    if (!vocab::parse<vocab::AlertSeverity>(*severity)) {
+      throw UsageError("--severity must be " + query::severity_choices());
     }
     filter.severity = severity;
   }
@@ -57,7 +57,7 @@ int alerts(Args args) {
       {"sev", "severity", false, false, false,
        [](const nlohmann::json& row) {
          const std::string text = query::cell_text(row["severity"]);
-         return text == "WARNING" ? std::string("WARN") : text;
+         return text == vocab::name(vocab::AlertSeverity::Warning) ? std::string("WARN") : text;
        },
        severity},
       {"type", "type", false, false, false, nullptr, severity},

@@ -50,7 +50,7 @@ int compare(Args args) {
       {"departs", "departure_step", true},
       {"max rel", "max_relative", true, false, false, relative,
        [](const nlohmann::json& row) {
-         return row["departs"].get<bool>() ? query::severity_colour("WARNING") : std::string();
+         return row["departs"].get<bool>() ? query::colour_of(vocab::AlertSeverity::Warning) : std::string();
        }},
       {"what", "what", false, true, false,
        [](const nlohmann::json& row) {

@@ -60,10 +60,10 @@ int stats(Args args) {
        [](const nlohmann::json& row) {
          return (row["nan_count"].is_number() && row["nan_count"].get<int64_t>() > 0) ||
                         (row["inf_count"].is_number() && row["inf_count"].get<int64_t>() > 0)
-                    ? query::severity_colour("ERROR")
+                    ? query::colour_of(vocab::AlertSeverity::Error)
                     : std::string();
        }},
-      {"f16 ovf/sub/0", "fp16", true, false, false,
+      {"f16 ovf/sub/0", vocab::name(vocab::Format::FP16), true, false, false,
        [](const nlohmann::json& row) {
          return query::cell_text(row["fp16_overflow"]) + "/" + query::cell_text(row["fp16_subnormal"]) + "/" +
                 query::cell_text(row["fp16_flush"]);

@@ -69,7 +69,7 @@ void print_table(const json& runs, bool colour) {
       if (!cell_text(e["op"]).empty()) what += " " + query::short_op(cell_text(e["op"]));
       if (!cell_text(e["name"]).empty()) what += " " + cell_text(e["name"]);
       std::cout << "  first ERROR  step " << cell_text(e["step"]) << "  "
-                << paint(colour, query::severity_colour("ERROR"), cell_text(e["type"])) << " at "
+                << paint(colour, query::colour_of(vocab::AlertSeverity::Error), cell_text(e["type"])) << " at "
                 << cell_text(e["site"]);
       if (!cell_text(e["function"]).empty()) std::cout << " in " << query::fit(cell_text(e["function"]), 40, false);
       std::cout << "\n               " << query::fit(what, 50, false) << ": value " << cell_text(e["value"])
