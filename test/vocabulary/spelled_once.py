@@ -29,7 +29,7 @@ SCANNED_FOLDERS = ["checks", "common", "runtime", "tools", "examples", "bench"]
 OTHER_MEANINGS = {
     ("tools/mcp/Protocol.cpp", "error"): "JSON-RPC's error member",
     ("tools/mpnanny-check/HeaderCache.cpp", "error"): "a field of a header cache entry",
-    ("tools/mpnanny/Html.cpp", "error"): "the browser's error event, in the report's script",
+    ("tools/mpnanny/html.cpp", "error"): "the browser's error event, in the report's script",
 }
 EXTENSIONS = (".cpp", ".cc", ".h", ".hpp", ".cu", ".cuh", ".inc")
 

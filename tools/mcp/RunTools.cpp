@@ -4,8 +4,8 @@
 // through the CLI's run queries (mpnanny_query), over databases under the server's roots.
 //
 //===----------------------------------------------------------------------===//
-#include "Database.h"
-#include "Queries.h"
+#include "database.h"
+#include "queries.h"
 #include "ToolGroups.h"
 #include "ToolKit.h"
 #include "Vocabulary.h"

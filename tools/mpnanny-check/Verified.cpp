@@ -1,7 +1,7 @@
 //===--- Verified.cpp - mpnanny-check --verified --------------------------===//
 #include "Verified.h"
 
-#include "Queries.h" // mpnanny_query reads the site_verdicts table
+#include "queries.h" // mpnanny_query reads the site_verdicts table
 #include "Vocabulary.h"
 
 namespace mpnanny::check {

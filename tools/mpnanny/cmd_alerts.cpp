@@ -1,8 +1,8 @@
 // mpnanny alerts: one row per alert, filtered by severity, type, site and step range.
 #include <iostream>
 
-#include "Cli.h"
-#include "Queries.h"
+#include "cli.h"
+#include "queries.h"
 
 namespace mpnanny::cli {
 

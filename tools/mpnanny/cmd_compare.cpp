@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "Cli.h"
-#include "Queries.h"
-#include "Report.h"
+#include "cli.h"
+#include "queries.h"
+#include "report.h"
 
 namespace mpnanny::cli {
 

@@ -1,8 +1,8 @@
 // mpnanny sites: which static findings the run confirmed (MPNANNY_VERIFY=1), with evidence.
 #include <iostream>
 
-#include "Cli.h"
-#include "Queries.h"
+#include "cli.h"
+#include "queries.h"
 
 namespace mpnanny::cli {
 

@@ -1,8 +1,8 @@
 // mpnanny stats --step N: the statistics of every tensor observed at one step.
 #include <iostream>
 
-#include "Cli.h"
-#include "Queries.h"
+#include "cli.h"
+#include "queries.h"
 
 namespace mpnanny::cli {
 

@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "Cli.h"
-#include "Queries.h"
+#include "cli.h"
+#include "queries.h"
 
 namespace mpnanny::cli {
 

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <map>
 
-#include "Cli.h"
+#include "cli.h"
 
 namespace {
 
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  // One function per subcommand (Cli.h); `mcp` is handled above.
+  // One function per subcommand (cli.h); `mcp` is handled above.
   const std::map<std::string, int (*)(mpnanny::cli::Args)> commands = {
       {"summary", mpnanny::cli::summary}, {"alerts", mpnanny::cli::alerts}, {"stats", mpnanny::cli::stats},
       {"sites", mpnanny::cli::sites},     {"report", mpnanny::cli::report}, {"compare", mpnanny::cli::compare},

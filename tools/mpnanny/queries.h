@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "Database.h"
+#include "database.h"
 #include "Vocabulary.h"
 
 namespace mpnanny::query {

@@ -3,8 +3,8 @@
 #include <map>
 #include <set>
 
-#include "Queries.h"
-#include "Report.h"
+#include "queries.h"
+#include "report.h"
 
 namespace mpnanny::query {
 

@@ -1,4 +1,4 @@
-#include "Queries.h"
+#include "queries.h"
 
 #include <sqlite3.h>
 

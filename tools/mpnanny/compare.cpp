@@ -2,8 +2,8 @@
 #include <cmath>
 #include <map>
 
-#include "Queries.h"
-#include "Report.h"
+#include "queries.h"
+#include "report.h"
 
 namespace mpnanny::query {
 

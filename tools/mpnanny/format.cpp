@@ -1,6 +1,6 @@
-#include "Format.h"
+#include "format.h"
 
-#include "Database.h"  // json_text
+#include "database.h"  // json_text
 
 #include <algorithm>
 #include <cstdio>
