@@ -18,11 +18,11 @@ void Fp16ConstantRangeCheck::registerCheckMatchers(MatchFinder *Finder) {
                                        callee(cxxMethodDecl(ofClass(matchesName("Options$")))))
                          .bind("setter"),
                      this);
-  Finder->addMatcher(cxxOperatorCallExpr(unless(isExpansionInSystemHeader()),
-                                         hasAnyOverloadedOperatorName("+", "-", "*", "+=", "-=",
-                                                                      "*="))
-                         .bind("arith"),
-                     this);
+  Finder->addMatcher(
+      cxxOperatorCallExpr(unless(isExpansionInSystemHeader()),
+                          hasAnyOverloadedOperatorName("+", "-", "*", "+=", "-=", "*="))
+          .bind("arith"),
+      this);
 }
 
 void Fp16ConstantRangeCheck::check(const MatchFinder::MatchResult &Result) {
@@ -103,8 +103,8 @@ void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, AS
   const CXXMethodDecl *Method = Call.getMethodDecl();
   if (!Method || !Method->getIdentifier() || !Method->getParent()->getIdentifier())
     return;
-  const kb::OptionValue *Option = knowledgeBase()->findOption(
-      Method->getParent()->getName().str(), Method->getName().str());
+  const kb::OptionValue *Option =
+      knowledgeBase()->findOption(Method->getParent()->getName().str(), Method->getName().str());
   if (!Option)
     return;
   // Options configure modules and optimizers whose state has the parameters' type:
@@ -122,19 +122,20 @@ void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, AS
     return;
   const FormatLimits &Limits = limitsOf(Format);
   std::string Spelled = Option->Class + "::" + Option->Setter;
-  Subject About{&Call, nullptr, "underflow", kb::toString(kb::Severity::Warning), kb::toString(Format)};
+  Subject About{&Call, nullptr, "underflow", kb::toString(kb::Severity::Warning),
+                kb::toString(Format)};
   if (flushesToZero(*V, Format))
     report(Ctx, About, Call.getArg(0)->getBeginLoc(),
            Spelled + "(" + formatNumber(*V) + ") is 0 in " + kb::toString(Format) +
-               ": below the smallest subnormal " + formatNumber(Limits.MinSubnormal) +
-               ", so the " + Option->Role + " no longer guards the division",
+               ": below the smallest subnormal " + formatNumber(Limits.MinSubnormal) + ", so the " +
+               Option->Role + " no longer guards the division",
            std::string("use ") + Option->Setter + "(1e-4) or larger in " + kb::toString(Format) +
                ", or keep fp32 master weights and optimizer state",
            Why);
   else if (overflows(*V, Format))
     report(Ctx, (About.Risk = "overflow", About), Call.getArg(0)->getBeginLoc(),
-           Spelled + "(" + formatNumber(*V) + ") cannot be represented in " +
-               kb::toString(Format) + " (largest finite value " + formatNumber(Limits.Max) + ")",
+           Spelled + "(" + formatNumber(*V) + ") cannot be represented in " + kb::toString(Format) +
+               " (largest finite value " + formatNumber(Limits.Max) + ")",
            "use a value within the format's range", Why);
 }
 
@@ -173,12 +174,12 @@ void Fp16ConstantRangeCheck::checkEpsilonAddition(const CXXOperatorCallExpr &Op,
   if (Why.Value != kb::Precision::FP16 && Why.Value != kb::Precision::BF16)
     return; // under autocast the sum's type depends on the producer: not provable here
   std::optional<kb::Format> Known = Context.knownFormat(Tensor);
-  kb::Format Format = Known ? *Known
-                            : (Why.Value == kb::Precision::FP16 ? kb::Format::FP16
-                                                                : kb::Format::BF16);
+  kb::Format Format =
+      Known ? *Known : (Why.Value == kb::Precision::FP16 ? kb::Format::FP16 : kb::Format::BF16);
   if (!flushesToZero(*V, Format))
     return;
-  Subject About{&Op, nullptr, "underflow", kb::toString(kb::Severity::Warning), kb::toString(Format)};
+  Subject About{&Op, nullptr, "underflow", kb::toString(kb::Severity::Warning),
+                kb::toString(Format)};
   report(Ctx, About, Constant->getBeginLoc(),
          "adding " + formatNumber(*V) + " to a " + kb::toString(Format) +
              " tensor is no protection: the sum rounds back to 0 where the tensor is 0 (" +
@@ -241,10 +242,10 @@ void Fp16ConstantRangeCheck::checkOutOfRangeOperand(const CXXOperatorCallExpr &O
              ? "multiplying a " + std::string(Name) + " tensor by " + Value + ", which " + Name +
                    " cannot represent (largest finite value " + Limit +
                    "): the product is inf wherever the tensor is not 0, and NaN (0 * inf) "
-                   "where it is 0 on kernels that round the scalar to " + Name
-             : additionPhrase(Op, Constant, Value, Name) + ": " + Name +
-                   " cannot represent " + Value + " (largest finite value " + Limit +
-                   "), so the result is inf",
+                   "where it is 0 on kernels that round the scalar to " +
+                   Name
+             : additionPhrase(Op, Constant, Value, Name) + ": " + Name + " cannot represent " +
+                   Value + " (largest finite value " + Limit + "), so the result is inf",
          std::string("use a value within ") + Limit +
              ", e.g. -1e4 for an additive attention mask in fp16 (exp(-1e4) is already 0), "
              "or compute in fp32 with .to(torch::kFloat)",

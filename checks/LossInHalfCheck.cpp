@@ -14,9 +14,9 @@ void LossInHalfCheck::registerCheckMatchers(MatchFinder *Finder) {
   // Built-in losses: the knowledge-base ops with `check: mpnanny-loss-in-half`.
   Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
   // Hand-written losses: where a value becomes the loss.
-  Finder->addMatcher(varDecl(unless(isExpansionInSystemHeader()), hasInitializer(expr().bind("init")))
-                         .bind("var"),
-                     this);
+  Finder->addMatcher(
+      varDecl(unless(isExpansionInSystemHeader()), hasInitializer(expr().bind("init"))).bind("var"),
+      this);
   Finder->addMatcher(cxxOperatorCallExpr(unless(isExpansionInSystemHeader()),
                                          hasOverloadedOperatorName("="), argumentCountIs(2))
                          .bind("assign"),
@@ -56,8 +56,7 @@ void LossInHalfCheck::check(const MatchFinder::MatchResult &Result) {
   if (const auto *Backward = Result.Nodes.getNodeAs<CXXMemberCallExpr>("backward")) {
     const Expr *Object = Backward->getImplicitObjectArgument();
     // `loss.backward()` on a variable: the variable's definition is where it is judged.
-    if (Object && isTensorType(Object->getType()) &&
-        !isa<DeclRefExpr>(ignoreConversions(Object)))
+    if (Object && isTensorType(Object->getType()) && !isa<DeclRefExpr>(ignoreConversions(Object)))
       checkHandWritten(*Object, Object->getBeginLoc(), "passed to backward()", Ctx);
     return;
   }
@@ -84,8 +83,8 @@ static bool isArithmetic(llvm::StringRef Name) {
       .Default(false);
 }
 
-void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
-                                       llvm::StringRef What, ASTContext &Ctx) {
+void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc, llvm::StringRef What,
+                                       ASTContext &Ctx) {
   const Expr *E = ignoreConversions(&Value);
   if (!E || !isTensorType(E->getType()))
     return;
@@ -100,11 +99,11 @@ void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
   visitDescendants(E, [&](const Stmt *S) {
     if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S)) {
       switch (Op->getOperator()) {
-      case OO_Plus: case OO_Minus: case OO_Star: case OO_Slash:
-        Arithmetic = Arithmetic || isTensorType(Op->getType());
-        break;
-      default:
-        break;
+      case OO_Plus:
+      case OO_Minus:
+      case OO_Star:
+      case OO_Slash: Arithmetic = Arithmetic || isTensorType(Op->getType()); break;
+      default: break;
       }
     }
     if (const auto *Call = dyn_cast<CallExpr>(S))
@@ -137,8 +136,10 @@ void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
   std::string Fix = "compute the loss in fp32: upcast the operands first, e.g. "
                     "(pred.to(torch::kFloat) - target.to(torch::kFloat)).pow(2).mean(), or use "
                     "the built-in loss under autocast, which computes it in fp32";
-  report(Ctx, Subject{E, knowledgeBase()->findById("mean"), "overflow", kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)}, Loc,
-         Message, Fix, Why);
+  report(Ctx,
+         Subject{E, knowledgeBase()->findById("mean"), "overflow",
+                 kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)},
+         Loc, Message, Fix, Why);
 }
 
 } // namespace clang::tidy::mpnanny

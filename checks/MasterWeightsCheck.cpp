@@ -14,11 +14,11 @@ void MasterWeightsCheck::registerCheckMatchers(MatchFinder *Finder) {
                                       hasDeclaration(cxxConstructorDecl(ofClass(Optimizer))))
                          .bind("construct"),
                      this);
-  Finder->addMatcher(callExpr(unless(isExpansionInSystemHeader()),
-                              callee(functionDecl(hasAnyName("::std::make_shared",
-                                                             "::std::make_unique"))))
-                         .bind("make"),
-                     this);
+  Finder->addMatcher(
+      callExpr(unless(isExpansionInSystemHeader()),
+               callee(functionDecl(hasAnyName("::std::make_shared", "::std::make_unique"))))
+          .bind("make"),
+      this);
 }
 
 void MasterWeightsCheck::check(const MatchFinder::MatchResult &Result) {

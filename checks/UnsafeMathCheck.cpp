@@ -125,8 +125,8 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
       return;
     const char *Name = kb::toString(F);
     std::string Fix = "subtract the maximum first (x - x.amax(dim, true)), keep the argument "
-                      "below " + twoDecimals(Limit) +
-                      ", or compute in fp32: torch::exp(x.to(torch::kFloat))";
+                      "below " +
+                      twoDecimals(Limit) + ", or compute in fp32: torch::exp(x.to(torch::kFloat))";
     Subject About{Call, Op, "overflow", kb::toString(kb::Severity::Warning), Name};
     if (Arg.isBoundedAbove()) {
       report(Ctx, About, Call->getExprLoc(),
@@ -171,8 +171,8 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
                       "'s smallest normal), or compute in fp32 with .to(torch::kFloat)";
   Subject About{Call, Op, "domain", kb::toString(kb::Severity::Warning), Name};
   std::string Message;
-  if (Arg.mayBeNegative() && (*Kind == MathKind::Log || *Kind == MathKind::Sqrt ||
-                              *Kind == MathKind::Rsqrt)) {
+  if (Arg.mayBeNegative() &&
+      (*Kind == MathKind::Log || *Kind == MathKind::Sqrt || *Kind == MathKind::Rsqrt)) {
     Message = Spelled + " of a value that may be negative in " + Name + ": it lies in " +
               withOrigin(Arg) + ", and " + Spelled + " of a negative number is NaN";
   } else if (Arg.mayBeZero()) {
@@ -184,8 +184,9 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
       break;
     case MathKind::Sqrt:
       Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
-                withOrigin(Arg) + "; sqrt(0) is 0 but its gradient 1/(2*sqrt(x)) is inf, "
-                                  "so backward gives NaN";
+                withOrigin(Arg) +
+                "; sqrt(0) is 0 but its gradient 1/(2*sqrt(x)) is inf, "
+                "so backward gives NaN";
       break;
     case MathKind::Rsqrt:
       Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
@@ -194,13 +195,12 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
     case MathKind::Reciprocal:
     case MathKind::NegativePow:
       Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
-                withOrigin(Arg) + (*Kind == MathKind::Reciprocal
-                                       ? ", and 1 / 0 = inf"
-                                       : ", and a negative power of 0 is inf");
+                withOrigin(Arg) +
+                (*Kind == MathKind::Reciprocal ? ", and 1 / 0 = inf"
+                                               : ", and a negative power of 0 is inf");
       About.Risk = "overflow";
       break;
-    default:
-      return;
+    default: return;
     }
   } else {
     return;
@@ -217,7 +217,8 @@ void UnsafeMathCheck::checkDivision(const Expr &Division, const Expr &Divisor, A
     return;
   kb::Format F = Ranges->formatOf(&Divisor);
   const char *Name = kb::toString(F);
-  Subject About{&Division, knowledgeBase()->findById("div"), "overflow", kb::toString(kb::Severity::Warning), Name};
+  Subject About{&Division, knowledgeBase()->findById("div"), "overflow",
+                kb::toString(kb::Severity::Warning), Name};
   report(Ctx, About, Division.getExprLoc(),
          "division by a value that may be 0 in " + std::string(Name) + ": the divisor lies in " +
              withOrigin(D) + ", and x / 0 is inf (0 / 0 is NaN)",

@@ -209,8 +209,8 @@ public:
   Op op(const YAML::Node &N) const {
     expectMap(N, "an op");
     allowKeys(N,
-              {"id", "summary", "spellings", "has_self", "aten", "autocast", "risks",
-               "value_args", "range", "transfer", "check", "references"},
+              {"id", "summary", "spellings", "has_self", "aten", "autocast", "risks", "value_args",
+               "range", "transfer", "check", "references"},
               "an op");
     Op O;
     O.Where = markOf(N);
@@ -235,10 +235,10 @@ public:
         fail(N["aten"].IsSequence() ? N["aten"][I] : N["aten"],
              "ATen op names start with 'aten::', not '" + O.Aten[I] + "'");
     if (N["autocast"])
-      O.Autocast = choice(N["autocast"], "'autocast'",
-                          {AutocastPolicy::Lower, AutocastPolicy::FP32,
-                           AutocastPolicy::FP32UnlessDtype, AutocastPolicy::Promote,
-                           AutocastPolicy::Banned, AutocastPolicy::None});
+      O.Autocast =
+          choice(N["autocast"], "'autocast'",
+                 {AutocastPolicy::Lower, AutocastPolicy::FP32, AutocastPolicy::FP32UnlessDtype,
+                  AutocastPolicy::Promote, AutocastPolicy::Banned, AutocastPolicy::None});
     if (YAML::Node Risks = N["risks"]) {
       if (!Risks.IsSequence())
         fail(Risks, "'risks' must be a list");
@@ -266,9 +266,9 @@ public:
       O.Range = range(N["range"]);
     if (N["transfer"]) {
       O.Transfer = scalar(N["transfer"], "'transfer'");
-      static const std::set<std::string> Known = {
-          "identity", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square",
-          "abs", "neg", "clamp", "pow", "sum", "mean"};
+      static const std::set<std::string> Known = {"identity",   "exp",    "log", "sqrt", "rsqrt",
+                                                  "reciprocal", "square", "abs", "neg",  "clamp",
+                                                  "pow",        "sum",    "mean"};
       if (!Known.count(O.Transfer))
         fail(N["transfer"], "unknown transfer '" + O.Transfer +
                                 "' (known: identity, exp, log, sqrt, rsqrt, reciprocal, "
@@ -374,8 +374,8 @@ std::shared_ptr<const KnowledgeBase> KnowledgeBase::loadDirectory(const std::str
   for (const auto &O : KB->Options) {
     auto [It, New] = Seen.emplace(O.Id, &O.Where);
     if (!New)
-      throw LoadError(O.Where, "duplicate id '" + O.Id + "' (first defined at " +
-                                   It->second->File + ":" + std::to_string(It->second->Line) + ")");
+      throw LoadError(O.Where, "duplicate id '" + O.Id + "' (first defined at " + It->second->File +
+                                   ":" + std::to_string(It->second->Line) + ")");
   }
   KB->index();
   return KB;
@@ -404,8 +404,7 @@ void anchorOfThisObject() {}
 std::string installedDataDirectory(const std::string &Name) {
   // The executable or library this file is linked into: mpnanny-check, mpnanny-mcp, or the
   // clang-tidy plugin's checks library.
-  const fs::path Object =
-      pathOfObjectHolding(reinterpret_cast<const void *>(&anchorOfThisObject));
+  const fs::path Object = pathOfObjectHolding(reinterpret_cast<const void *>(&anchorOfThisObject));
   if (Object.empty())
     return "";
   std::error_code EC;
@@ -446,8 +445,8 @@ void KnowledgeBase::index() {
   }
 }
 
-static const Op *lookup(const std::map<std::string, size_t> &Index,
-                        const std::vector<Op> &Ops, const std::string &Name) {
+static const Op *lookup(const std::map<std::string, size_t> &Index, const std::vector<Op> &Ops,
+                        const std::string &Name) {
   auto It = Index.find(Name);
   return It == Index.end() ? nullptr : &Ops[It->second];
 }
@@ -464,9 +463,7 @@ const Op *KnowledgeBase::findFunctional(const std::string &Name) const {
 const Op *KnowledgeBase::findModule(const std::string &Name) const {
   return lookup(ByModule, Ops, Name);
 }
-const Op *KnowledgeBase::findById(const std::string &Id) const {
-  return lookup(ById, Ops, Id);
-}
+const Op *KnowledgeBase::findById(const std::string &Id) const { return lookup(ById, Ops, Id); }
 const OptionValue *KnowledgeBase::findOption(const std::string &Class,
                                              const std::string &Setter) const {
   for (const auto &O : Options)

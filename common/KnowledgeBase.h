@@ -58,8 +58,8 @@ struct Risk {
 
 /// An argument of an op that takes a literal the target format must hold.
 struct ValueArg {
-  unsigned Index = 0;       ///< position after `self` (the method form's position)
-  std::string Role;         ///< fill, bound, eps, scale
+  unsigned Index = 0; ///< position after `self` (the method form's position)
+  std::string Role;   ///< fill, bound, eps, scale
 };
 
 /// Output interval of an op whatever its input, and the name of a transfer
@@ -83,7 +83,7 @@ struct Op {
   std::vector<ValueArg> ValueArgs;
   std::optional<RangeSpec> Range;
   std::string Transfer;
-  std::string Check;     ///< the check whose page explains it
+  std::string Check; ///< the check whose page explains it
   std::vector<std::string> References;
   Mark Where;
 };
@@ -92,8 +92,8 @@ struct Op {
 /// target format must hold.
 struct OptionValue {
   std::string Id;
-  std::string Class;   ///< unqualified class name, e.g. AdamOptions
-  std::string Setter;  ///< e.g. eps
+  std::string Class;  ///< unqualified class name, e.g. AdamOptions
+  std::string Setter; ///< e.g. eps
   std::optional<double> Default;
   std::string Role;
   std::vector<std::string> References;
@@ -135,8 +135,7 @@ public:
   const Op *findFunctional(const std::string &Name) const;
   const Op *findModule(const std::string &Name) const;
   const Op *findById(const std::string &Id) const;
-  const OptionValue *findOption(const std::string &Class,
-                                const std::string &Setter) const;
+  const OptionValue *findOption(const std::string &Class, const std::string &Setter) const;
   /// Every ATen op name the knowledge base lists, for the runtime's observer.
   std::vector<std::string> atenOps() const;
 

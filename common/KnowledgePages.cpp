@@ -91,9 +91,8 @@ std::vector<Page> pages() {
 std::optional<Page> findPage(const std::string &Name) {
   const std::string AlertPrefix(vocab::alertPagePrefix());
   const std::vector<Page> All = pages();
-  for (const std::string &Candidate :
-       {Name, std::string(vocab::checkPrefix()) + Name, AlertPrefix + Name,
-        AlertPrefix + vocab::upperCase(Name)})
+  for (const std::string &Candidate : {Name, std::string(vocab::checkPrefix()) + Name,
+                                       AlertPrefix + Name, AlertPrefix + vocab::upperCase(Name)})
     for (const Page &P : All)
       if (P.Name == Candidate)
         return P;

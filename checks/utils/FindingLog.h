@@ -16,10 +16,10 @@ namespace mpnanny {
 
 struct FindingDetail {
   std::string Check;
-  std::string File;      ///< as the compiler saw it
-  unsigned Offset = 0;   ///< of the warning, in File
+  std::string File;    ///< as the compiler saw it
+  unsigned Offset = 0; ///< of the warning, in File
   unsigned Line = 0, Column = 0;
-  std::string Function;  ///< qualified name of the enclosing function
+  std::string Function;   ///< qualified name of the enclosing function
   std::string Expression; ///< source text of the flagged expression, whitespace collapsed
   std::vector<std::string> AtenOps;
   std::string Risk;      ///< overflow, underflow, precision-loss, domain, banned

@@ -136,8 +136,8 @@ static std::string normalizedText(const Stmt *S, const ASTContext &Ctx) {
 }
 
 void MpnannyCheck::report(ASTContext &Ctx, const Subject &About, SourceLocation Loc,
-                          llvm::StringRef Message, llvm::StringRef Fix,
-                          const PrecisionReason &Why, std::optional<FixItHint> Exact) {
+                          llvm::StringRef Message, llvm::StringRef Fix, const PrecisionReason &Why,
+                          std::optional<FixItHint> Exact) {
   const SourceManager &SM = Ctx.getSourceManager();
   SourceLocation Spelled = SM.getFileLoc(Loc);
   ::mpnanny::FindingDetail Detail;
@@ -167,8 +167,7 @@ void MpnannyCheck::report(ASTContext &Ctx, const Subject &About, SourceLocation 
   if (!Fix.empty())
     diag(Loc, "%0", DiagnosticIDs::Note) << Fix;
   if (Why.Where.isValid())
-    diag(Why.Where, "%0 context: %1", DiagnosticIDs::Note)
-        << kb::toString(Why.Value) << Why.Why;
+    diag(Why.Where, "%0 context: %1", DiagnosticIDs::Note) << kb::toString(Why.Value) << Why.Why;
 }
 
 std::string MpnannyCheck::expand(llvm::StringRef Template, llvm::StringRef Op,

@@ -36,10 +36,10 @@ std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &C
   for (const kb::Risk &R : Op->Risks) {
     if (R.Level == kb::Severity::Note)
       continue;
-    bool Applies = R.Kind == kb::RiskKind::Banned
-                       ? !Format
-                       : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) !=
-                                       R.Formats.end();
+    bool Applies =
+        R.Kind == kb::RiskKind::Banned
+            ? !Format
+            : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) != R.Formats.end();
     if (Applies)
       return OwnedCall{*TC, Op, &R, Format, Why};
   }

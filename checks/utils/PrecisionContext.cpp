@@ -47,7 +47,9 @@ int riskRank(Precision P) {
 }
 
 Precision plainPrecision(Format F) {
-  return F == Format::FP16 ? Precision::FP16 : F == Format::BF16 ? Precision::BF16 : Precision::FP32;
+  return F == Format::FP16   ? Precision::FP16
+         : F == Format::BF16 ? Precision::BF16
+                             : Precision::FP32;
 }
 Precision autocastPrecision(Format F) {
   return F == Format::BF16 ? Precision::AutocastBF16 : Precision::AutocastFP16;
@@ -62,10 +64,8 @@ bool inNamespace(const Decl &D, llvm::StringRef Outer, llvm::StringRef Inner) {
 }
 
 bool isNnModuleRecord(const CXXRecordDecl *RD) {
-  return RD && RD->getIdentifier() && RD->getName() == "Module" &&
-         inNamespace(*RD, "torch", "nn");
+  return RD && RD->getIdentifier() && RD->getName() == "Module" && inNamespace(*RD, "torch", "nn");
 }
-
 
 } // namespace
 
@@ -241,8 +241,7 @@ void PrecisionContext::collect() {
               F.Marker = {N == "half" ? Format::FP16 : Format::BF16,
                           SM.getExpansionLoc(Call->getExprLoc())};
             if (N == "to" && isNnModuleRecord(M->getParent()))
-              if (const CXXRecordDecl *Obj = objectRecordOf(*Member);
-                  Obj && !isNnModuleRecord(Obj))
+              if (const CXXRecordDecl *Obj = objectRecordOf(*Member); Obj && !isNnModuleRecord(Obj))
                 for (const Expr *Arg : Call->arguments())
                   if (auto D = lowestDtypeIn(Arg)) {
                     if (*D != Format::FP32)
@@ -265,8 +264,7 @@ void PrecisionContext::collect() {
               if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(M->getParent());
                   Spec && Spec->getName() == "ModuleHolder" && Spec->getTemplateArgs().size() > 0 &&
                   Spec->getTemplateArgs()[0].getKind() == TemplateArgument::Type)
-                if (const auto *Impl =
-                        Spec->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl())
+                if (const auto *Impl = Spec->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl())
                   if (Impl->hasDefinition())
                     for (const auto *Method : Impl->methods())
                       if (Method->getIdentifier() && Method->getName() == "forward")
@@ -293,7 +291,8 @@ void PrecisionContext::collect() {
   }
 
   for (const CXXRecordDecl *RD : Collector.Records) {
-    SourceLocation B = SM.getExpansionLoc(RD->getBeginLoc()), E = SM.getExpansionLoc(RD->getEndLoc());
+    SourceLocation B = SM.getExpansionLoc(RD->getBeginLoc()),
+                   E = SM.getExpansionLoc(RD->getEndLoc());
     if (SM.getFileID(B) == SM.getFileID(E))
       Records.push_back({RD, SM.getFileID(B), SM.getFileOffset(B), SM.getFileOffset(E)});
   }
@@ -314,8 +313,8 @@ void PrecisionContext::collect() {
       auto It = ByDecl.find(C.Callee);
       if (It != ByDecl.end() && It->second != F.get() && It->second->NetToggle &&
           !isa<CXXConstructorDecl>(It->second->Decl))
-        F->Toggles.push_back({C.Offset, It->second->NetToggle->On,
-                              It->second->NetToggle->Dtype, C.Where});
+        F->Toggles.push_back(
+            {C.Offset, It->second->NetToggle->On, It->second->NetToggle->Dtype, C.Where});
     }
     for (const GuardScope &G : F->Guards) {
       auto It = ByDecl.find(G.Ctor);
@@ -348,7 +347,8 @@ static const CXXRecordDecl *heldModule(QualType T) {
 
 void PrecisionContext::markConverted(const CXXRecordDecl *RD, Format F, SourceLocation Where) {
   // module->to(dtype) converts every registered submodule too.
-  if (!RD || !RD->hasDefinition() || !Converted.try_emplace(RD->getCanonicalDecl(), F, Where).second)
+  if (!RD || !RD->hasDefinition() ||
+      !Converted.try_emplace(RD->getCanonicalDecl(), F, Where).second)
     return;
   for (const FieldDecl *Field : RD->getDefinition()->fields())
     if (const CXXRecordDecl *Sub = heldModule(Field->getType()))
@@ -517,8 +517,7 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
   if (Context != Precision::FP32 && isDefaultDtypeFactory(Call))
     return Format::FP32;
   switch (Context) {
-  case Precision::FP32:
-    return Format::FP32;
+  case Precision::FP32: return Format::FP32;
   case Precision::FP16:
   case Precision::BF16:
     if (Explicit)
@@ -530,17 +529,12 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
   case Precision::AutocastBF16: {
     Format Lowered = Context == Precision::AutocastFP16 ? Format::FP16 : Format::BF16;
     switch (Policy) {
-    case kb::AutocastPolicy::Banned:
-      return std::nullopt;
-    case kb::AutocastPolicy::FP32:
-      return Format::FP32;
-    case kb::AutocastPolicy::FP32UnlessDtype:
-      return Explicit ? *Explicit : Format::FP32;
-    case kb::AutocastPolicy::Lower:
-      return Explicit ? *Explicit : Lowered;
+    case kb::AutocastPolicy::Banned: return std::nullopt;
+    case kb::AutocastPolicy::FP32: return Format::FP32;
+    case kb::AutocastPolicy::FP32UnlessDtype: return Explicit ? *Explicit : Format::FP32;
+    case kb::AutocastPolicy::Lower: return Explicit ? *Explicit : Lowered;
     case kb::AutocastPolicy::Promote:
-    case kb::AutocastPolicy::None:
-      return Explicit ? *Explicit : Input ? *Input : Lowered;
+    case kb::AutocastPolicy::None: return Explicit ? *Explicit : Input ? *Input : Lowered;
     }
   }
   }

@@ -103,7 +103,8 @@ std::optional<std::string> scalerMethod(const CallExpr &Call) {
   llvm::StringRef N = Member->getMethodDecl()->getName();
   if (N != "scale" && N != "unscale_" && N != "step" && N != "update")
     return std::nullopt;
-  if (!isScalerRecord(objectRecordOf(*Member)) && !isScalerRecord(Member->getMethodDecl()->getParent()))
+  if (!isScalerRecord(objectRecordOf(*Member)) &&
+      !isScalerRecord(Member->getMethodDecl()->getParent()))
     return std::nullopt;
   return N.str();
 }
@@ -244,8 +245,8 @@ bool isInPlaceWeightUpdate(const CallExpr &Call, ASTContext &Ctx) {
   auto TC = classifyTorchCall(Call);
   if (!TC || TC->Kind != Spelling::Method || !TC->Self)
     return false;
-  static const char *const Updates[] = {"add_",     "sub_",     "mul_",  "div_",
-                                        "copy_",    "addcdiv_", "addcmul_", "lerp_"};
+  static const char *const Updates[] = {"add_",  "sub_",     "mul_",     "div_",
+                                        "copy_", "addcdiv_", "addcmul_", "lerp_"};
   if (std::find(std::begin(Updates), std::end(Updates), TC->Name) == std::end(Updates))
     return false;
   if (mentionsGrad(TC->Self) || !isParameterVariable(rootVariable(TC->Self), Ctx))
@@ -279,7 +280,8 @@ static bool rescaledBefore(const VarDecl &V, unsigned Before, ASTContext &Ctx, i
   // The function that declares the local; a lambda's locals belong to the function holding it.
   const FunctionDecl *F = dyn_cast_or_null<FunctionDecl>(V.getParentFunctionOrMethod());
   while (F && isa<CXXMethodDecl>(F) && cast<CXXMethodDecl>(F)->getParent()->isLambda())
-    F = dyn_cast_or_null<FunctionDecl>(cast<CXXMethodDecl>(F)->getParent()->getParentFunctionOrMethod());
+    F = dyn_cast_or_null<FunctionDecl>(
+        cast<CXXMethodDecl>(F)->getParent()->getParentFunctionOrMethod());
   if (!F || !F->getBody())
     return false;
   const SourceManager &SM = Ctx.getSourceManager();
@@ -291,16 +293,16 @@ static bool rescaledBefore(const VarDecl &V, unsigned Before, ASTContext &Ctx, i
   forEachStatement(*F, [&](const Stmt &S) {
     if (Found || orderOf(S, SM) >= Before)
       return;
-    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(&S); Op && Op->getNumArgs() == 2 &&
-                                                            RefersToV(Op->getArg(0))) {
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(&S);
+        Op && Op->getNumArgs() == 2 && RefersToV(Op->getArg(0))) {
       if (Op->getOperator() == OO_StarEqual && isScaleFactor(Op->getArg(1), Ctx))
         Found = true;
       else if (Op->getOperator() == OO_Equal && scaledExpr(Op->getArg(1), Before, Ctx, Depth + 1))
         Found = true;
     } else if (const auto *Call = dyn_cast<CallExpr>(&S)) {
-      if (auto TC = classifyTorchCall(*Call);
-          TC && TC->Kind == Spelling::Method && TC->Name == "mul_" && RefersToV(TC->Self) &&
-          !TC->Args.empty() && isScaleFactor(TC->Args[0], Ctx))
+      if (auto TC = classifyTorchCall(*Call); TC && TC->Kind == Spelling::Method &&
+                                              TC->Name == "mul_" && RefersToV(TC->Self) &&
+                                              !TC->Args.empty() && isScaleFactor(TC->Args[0], Ctx))
         Found = true;
     }
   });
@@ -372,7 +374,8 @@ bool isScaledBackward(const CallExpr &Backward, const Expr *Loss, ASTContext &Ct
       return true;
     bool Big = false;
     visitDescendants(Arg, [&](const Stmt *S) {
-      if (const auto *X = dyn_cast<Expr>(S); X && (isa<FloatingLiteral>(X) || isa<IntegerLiteral>(X)))
+      if (const auto *X = dyn_cast<Expr>(S);
+          X && (isa<FloatingLiteral>(X) || isa<IntegerLiteral>(X)))
         if (auto V = evaluateNumber(X, Ctx); V && *V > 1)
           Big = true;
       return !Big;
@@ -389,8 +392,8 @@ static bool unscalesImpl(const Stmt &S, ASTContext &Ctx, int Depth,
   visitDescendants(&S, [&](const Stmt *X) {
     if (Found)
       return false;
-    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(X); Op && Op->getNumArgs() == 2 &&
-                                                          mentionsGrad(Op->getArg(0))) {
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(X);
+        Op && Op->getNumArgs() == 2 && mentionsGrad(Op->getArg(0))) {
       const Expr *Rhs = Op->getArg(1);
       if (Op->getOperator() == OO_SlashEqual ||
           (Op->getOperator() == OO_StarEqual && mentionsScaleName(Rhs)))
@@ -434,8 +437,8 @@ static bool unscalesImpl(const Stmt &S, ASTContext &Ctx, int Depth,
     }
     // A user helper that unscales: `unscale_gradients(model, scale)` by another name.
     if (Depth < 3 && !inSystemHeader(*Callee))
-      if (const FunctionDecl *Def = Callee->getDefinition(); Def && Def->getBody() &&
-                                                             Seen.insert(Def).second)
+      if (const FunctionDecl *Def = Callee->getDefinition();
+          Def && Def->getBody() && Seen.insert(Def).second)
         if (unscalesImpl(*Def->getBody(), Ctx, Depth + 1, Seen))
           return !(Found = true);
     return true;
@@ -448,13 +451,15 @@ bool unscalesGradients(const Stmt &S, ASTContext &Ctx) {
   return unscalesImpl(S, Ctx, 0, Seen);
 }
 
-static bool clearsImpl(const Stmt &S, int Depth, llvm::SmallPtrSetImpl<const FunctionDecl *> &Seen) {
+static bool clearsImpl(const Stmt &S, int Depth,
+                       llvm::SmallPtrSetImpl<const FunctionDecl *> &Seen) {
   bool Found = false;
   auto Enter = [&](const FunctionDecl *FD) {
     if (!FD || Depth >= 4 || inSystemHeader(*FD))
       return;
     const FunctionDecl *Def = FD->getDefinition();
-    if (Def && Def->getBody() && Seen.insert(Def).second && clearsImpl(*Def->getBody(), Depth + 1, Seen))
+    if (Def && Def->getBody() && Seen.insert(Def).second &&
+        clearsImpl(*Def->getBody(), Depth + 1, Seen))
       Found = true;
   };
   visitDescendants(&S, [&](const Stmt *X) {
@@ -515,9 +520,10 @@ static std::optional<ParameterFormat> parameterFormatImpl(const Expr *Params, co
                                                           ASTContext &Ctx, int Depth);
 
 /// The format of a list of tensors: half if an element is known half and none fp32.
-static std::optional<ParameterFormat>
-elementsFormat(llvm::ArrayRef<const Expr *> Elements, const FunctionDecl &F,
-               const PrecisionContext &Context, ASTContext &Ctx, int Depth) {
+static std::optional<ParameterFormat> elementsFormat(llvm::ArrayRef<const Expr *> Elements,
+                                                     const FunctionDecl &F,
+                                                     const PrecisionContext &Context,
+                                                     ASTContext &Ctx, int Depth) {
   const SourceManager &SM = Ctx.getSourceManager();
   std::optional<ParameterFormat> Half;
   for (const Expr *E : Elements) {
@@ -675,7 +681,8 @@ static bool usesMixedPrecisionImpl(const FunctionDecl &F, const PrecisionContext
     // A helper that runs the forward under autocast makes its caller a mixed step.
     if (const FunctionDecl *Callee = cast<CallExpr>(S)->getDirectCallee(); Callee && Depth < 3)
       if (const FunctionDecl *Def = Callee->getDefinition();
-          Def && Def != &F && !inSystemHeader(*Def) && usesMixedPrecisionImpl(*Def, Context, Depth + 1))
+          Def && Def != &F && !inSystemHeader(*Def) &&
+          usesMixedPrecisionImpl(*Def, Context, Depth + 1))
         Found = true;
     return !Found;
   });
@@ -724,7 +731,8 @@ public:
   }
   bool VisitCallExpr(CallExpr *C) {
     if (const FunctionDecl *Callee = C->getDirectCallee();
-        Callee && Callee->getQualifiedNameAsString() == "at::autocast::set_autocast_cache_enabled" &&
+        Callee &&
+        Callee->getQualifiedNameAsString() == "at::autocast::set_autocast_cache_enabled" &&
         C->getNumArgs() == 1)
       if (auto V = evaluateNumber(C->getArg(0), Ctx); V && *V == 0)
         Found = true;
@@ -749,8 +757,7 @@ bool translationUnitUsesMixedPrecision(ASTContext &Ctx, const PrecisionContext &
   return Finder.Found;
 }
 
-bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor,
-                   ASTContext &Ctx) {
+bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor, ASTContext &Ctx) {
   // Only loss scaling: a loss, a factor named as a scale, or a product fed to backward().
   auto NameOf = [](const Expr *E) -> std::string {
     E = ignoreConversions(E);

@@ -95,8 +95,7 @@ bool translationUnitUsesMixedPrecision(ASTContext &Ctx, const PrecisionContext &
 
 /// A product that scales a loss: the tensor is named as a loss, the factor as a scale, or
 /// the product is fed to backward().
-bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor,
-                   ASTContext &Ctx);
+bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor, ASTContext &Ctx);
 
 } // namespace clang::tidy::mpnanny
 

@@ -83,37 +83,44 @@ json listChecks(const json &) {
 } // namespace
 
 Tool explainCheckTool() {
-  return {"explain_check", "Explain a check or a runtime alert",
-       "The knowledge page of a check (mpnanny-log-softmax) or a runtime alert type (OVERFLOW): "
-       "what it flags, why (with the number), bad code, fixed code, the run-time symptom, "
-       "references.",
-       objectSchema({{"check", str("Check name (mpnanny-log-softmax or log-softmax) or alert type (OVERFLOW)")}},
-                    {"check"}),
-       objectSchema({{"name", str("")},
-                     {"uri", str("the same page as a resource")},
-                     {"title", str("")},
-                     {"summary", str("")},
-                     {"why", str("")},
-                     {"fixed_code", str("")},
-                     {"markdown", str("the whole page")}},
-                    {"name", "uri", "markdown"}),
-       true, explainCheck};
+  return {"explain_check",
+          "Explain a check or a runtime alert",
+          "The knowledge page of a check (mpnanny-log-softmax) or a runtime alert type (OVERFLOW): "
+          "what it flags, why (with the number), bad code, fixed code, the run-time symptom, "
+          "references.",
+          objectSchema(
+              {{"check",
+                str("Check name (mpnanny-log-softmax or log-softmax) or alert type (OVERFLOW)")}},
+              {"check"}),
+          objectSchema({{"name", str("")},
+                        {"uri", str("the same page as a resource")},
+                        {"title", str("")},
+                        {"summary", str("")},
+                        {"why", str("")},
+                        {"fixed_code", str("")},
+                        {"markdown", str("the whole page")}},
+                       {"name", "uri", "markdown"}),
+          true,
+          explainCheck};
 }
 
 Tool listChecksTool() {
-  return {"list_checks", "List the checks and alert pages",
-       "Every mpnanny check with its one-line summary, and the runtime alert types that have a "
-       "page.",
-       objectSchema(json::object()),
-       objectSchema({{"checks", {{"type", "array"},
-                                 {"items", objectSchema({{"name", str("")},
-                                                         {"summary", str("")},
-                                                         {"has_page", {{"type", "boolean"}}},
-                                                         {"uri", str("")}},
-                                                        {"name", "summary", "has_page"})}}},
-                     {"alerts", rowsSchema()}},
-                    {"checks", "alerts"}),
-       true, listChecks};
+  return {"list_checks",
+          "List the checks and alert pages",
+          "Every mpnanny check with its one-line summary, and the runtime alert types that have a "
+          "page.",
+          objectSchema(json::object()),
+          objectSchema({{"checks",
+                         {{"type", "array"},
+                          {"items", objectSchema({{"name", str("")},
+                                                  {"summary", str("")},
+                                                  {"has_page", {{"type", "boolean"}}},
+                                                  {"uri", str("")}},
+                                                 {"name", "summary", "has_page"})}}},
+                        {"alerts", rowsSchema()}},
+                       {"checks", "alerts"}),
+          true,
+          listChecks};
 }
 
 std::vector<Resource> knowledgeResources() {

@@ -23,7 +23,8 @@ std::string argumentsText(const json &Args) {
 std::vector<Prompt> makePrompts() {
   std::vector<Prompt> Out;
   Out.push_back(
-      {"review-model-for-mixed-precision", "Review a model for fp16/bf16 training",
+      {"review-model-for-mixed-precision",
+       "Review a model for fp16/bf16 training",
        "Scan a LibTorch model, explain each finding, propose fixes and plan the run-time check",
        {{"path", "The model's source file (or a build folder with compile_commands.json)", true},
         {"precision", "fp16, bf16, autocast-fp16 or autocast-bf16 (default: inferred)", false}},
@@ -39,8 +40,9 @@ std::vector<Prompt> makePrompts() {
          return "Review `" + Path + "` for mixed-precision (" +
                 (Precision.empty() ? std::string("fp16/bf16") : Precision) +
                 ") training with the mpnanny tools. Work in this order:\n\n"
-                "1. Scan. If `" + Path + "` is a build folder, call `scan_project` with " +
-                ScanArgs("build_dir") + "; otherwise call `scan_file` with " + ScanArgs("path") +
+                "1. Scan. If `" +
+                Path + "` is a build folder, call `scan_project` with " + ScanArgs("build_dir") +
+                "; otherwise call `scan_file` with " + ScanArgs("path") +
                 ". If `parse_errors` is not empty the scan "
                 "is incomplete: pass `build_dir` (compile_commands.json) or `flags` "
                 "(-std=c++17 -isystem <libtorch include dirs>) and scan again before judging.\n"
@@ -60,11 +62,13 @@ std::vector<Prompt> makePrompts() {
                 "`site_verdicts` and `query_alerts` on nanny_logs/metrics.db to see which "
                 "findings were CONFIRMED.\n\n"
                 "Answer the user's question directly at the end: is this model ready to train "
-                "in " + (Precision.empty() ? std::string("fp16/bf16") : Precision) +
+                "in " +
+                (Precision.empty() ? std::string("fp16/bf16") : Precision) +
                 ", and what must change first?";
        }});
   Out.push_back(
-      {"diagnose-training-run", "Diagnose a mixed-precision training run",
+      {"diagnose-training-run",
+       "Diagnose a mixed-precision training run",
        "Read a run's alerts and verdicts, tie them to source lines and propose fixes",
        {{"db", "The run's metrics database (nanny_logs/metrics.db) or its folder", true},
         {"source", "The model's source file, to scan and fix (optional)", false}},
@@ -73,15 +77,20 @@ std::vector<Prompt> makePrompts() {
          std::string Source = A.value("source", "");
          return "Diagnose the mixed-precision training run recorded in `" + Db +
                 "` with the mpnanny tools:\n\n"
-                "1. Summarize. Call `run_summary` with " + argumentsText({{"db", Db}}) + ": precision, "
+                "1. Summarize. Call `run_summary` with " +
+                argumentsText({{"db", Db}}) +
+                ": precision, "
                 "steps, alert counts, the first ERROR and the sites with the least headroom.\n"
                 "2. Find the first failure. Call `query_alerts` with " +
-                argumentsText({{"db", Db}, {"severity", vocab::name(vocab::AlertSeverity::Error)}}) + "; the earliest alert is usually the cause and the rest "
+                argumentsText(
+                    {{"db", Db}, {"severity", vocab::name(vocab::AlertSeverity::Error)}}) +
+                "; the earliest alert is usually the cause and the rest "
                 "its consequences (an OVERFLOW in forward, then NAN in backward, then "
                 "LOSS_SCALE_DROP). Note its op, tensor, file:line and value vs threshold.\n"
                 "3. Explain. Call `explain_check` with the alert type (e.g. OVERFLOW) and with "
                 "the check of any static finding at the same line.\n"
-                "4. Verify against the static scan. Call `site_verdicts` with " + argumentsText({{"db", Db}}) +
+                "4. Verify against the static scan. Call `site_verdicts` with " +
+                argumentsText({{"db", Db}}) +
                 "; CONFIRMED findings are proven at run time. If it reports no verification "
                 "data, say how to get it (mpnanny-check --export-sites, then MPNANNY_VERIFY=1).\n"
                 "5. Fix. " +

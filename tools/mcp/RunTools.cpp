@@ -4,11 +4,11 @@
 // through the CLI's run queries (mpnanny_query), over databases under the server's roots.
 //
 //===----------------------------------------------------------------------===//
-#include "database.h"
-#include "queries.h"
 #include "ToolGroups.h"
 #include "ToolKit.h"
 #include "Vocabulary.h"
+#include "database.h"
+#include "queries.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -27,8 +27,7 @@ query::Databases openRuns(const Sandbox &Box, const json &Args, const std::strin
   std::string Spec = reqString(Args, Tool, "db");
   // FILE#RUN picks a run; the path part is what must lie under a root.
   std::string Path = Spec, Run;
-  if (auto Hash = Spec.rfind('#'); Hash != std::string::npos &&
-                                   Hash + 1 < Spec.size() &&
+  if (auto Hash = Spec.rfind('#'); Hash != std::string::npos && Hash + 1 < Spec.size() &&
                                    std::all_of(Spec.begin() + Hash + 1, Spec.end(), ::isdigit)) {
     Path = Spec.substr(0, Hash);
     Run = Spec.substr(Hash);
@@ -47,7 +46,8 @@ query::Databases openRuns(const Sandbox &Box, const json &Args, const std::strin
     const std::string FilePath = Run.empty() ? File : File.substr(0, File.size() - Run.size());
     llvm::SmallString<256> Real;
     if (llvm::sys::fs::real_path(FilePath, Real) || !Box.contains(std::string(Real)))
-      invalid(Tool + ": '" + FilePath + "' does not resolve to a file under the allowed roots", "outside_root");
+      invalid(Tool + ": '" + FilePath + "' does not resolve to a file under the allowed roots",
+              "outside_root");
   }
   query::Databases Dbs;
   try {
@@ -132,8 +132,8 @@ json siteVerdicts(const Sandbox &Box, const json &Args) {
   size_t Limit = static_cast<size_t>(optInt(Args, Tool, "limit").value_or(500));
   auto Verdict = upperOpt(optString(Args, Tool, "verdict"));
   if (Verdict && !vocab::parse<vocab::Verdict>(*Verdict))
-    invalid(Tool + ": no verdict '" + *Verdict + "' (verdicts: " + vocab::joinedNames<vocab::Verdict>() +
-            ")");
+    invalid(Tool + ": no verdict '" + *Verdict +
+            "' (verdicts: " + vocab::joinedNames<vocab::Verdict>() + ")");
   json Result;
   try {
     Result = query::sites(Dbs);
@@ -155,23 +155,24 @@ json siteVerdicts(const Sandbox &Box, const json &Args) {
   for (const auto &R : Result["verdicts"])
     if (R.contains("verdict") && R["verdict"].is_string())
       ++Counts[R["verdict"].get<std::string>()];
-  return {{"databases", databasesJson(Dbs)},
-          {"verification_data", Any},
-          {"message",
-           Any ? std::to_string(Result["verdicts"].size()) + " verdict(s)"
-               : "no verification data: the run was not made with MPNANNY_VERIFY=1 and "
-                 "MPNANNY_SITES=<sites.json> (mpnanny-check --export-sites), so no static "
-                 "finding was checked at run time"},
-          {"counts", Counts},
-          {"verdicts", Rows},
-          {"total", Total},
-          {"truncated", Total > Rows.size()}};
+  return {
+      {"databases", databasesJson(Dbs)},
+      {"verification_data", Any},
+      {"message", Any ? std::to_string(Result["verdicts"].size()) + " verdict(s)"
+                      : "no verification data: the run was not made with MPNANNY_VERIFY=1 and "
+                        "MPNANNY_SITES=<sites.json> (mpnanny-check --export-sites), so no static "
+                        "finding was checked at run time"},
+      {"counts", Counts},
+      {"verdicts", Rows},
+      {"total", Total},
+      {"truncated", Total > Rows.size()}};
 }
 
 /// The metrics databases a result read, as every run tool reports them.
 json databasesSchema() {
-  return {{"type", "array"},
-          {"items", objectSchema({{"file", str("")}, {"rank", integer("")}, {"run_id", integer("")}})}};
+  return {
+      {"type", "array"},
+      {"items", objectSchema({{"file", str("")}, {"rank", integer("")}, {"run_id", integer("")}})}};
 }
 
 json dbArgument() {
@@ -182,55 +183,66 @@ json dbArgument() {
 } // namespace
 
 Tool queryAlertsTool(const Sandbox &Box) {
-  return {"query_alerts", "Alerts of a training run",
-       "The runtime's alerts (" + vocab::joinedNames<vocab::AlertType>() +
-           ") with the step, op, tensor, source line, value and threshold, in step order.",
-       objectSchema({{"db", dbArgument()},
-                     {"severity", {{"type", "string"}, {"enum", query::severity_names()}}},
-                     {"type", str("Alert type, e.g. OVERFLOW")},
-                     {"site", str("FILE:LINE, a function (substring), a parameter or an op")},
-                     {"first_step", integer("", 0, INT64_MAX)},
-                     {"last_step", integer("", 0, INT64_MAX)},
-                     {"limit", integer("At most this many alerts (default 200)", 1, 10000)}},
-                    {"db"}),
-       objectSchema({{"databases", databasesSchema()},
-                     {"alerts", rowsSchema()},
-                     {"total", integer("")},
-                     {"truncated", {{"type", "boolean"}}}},
-                    {"databases", "alerts", "total", "truncated"}),
-       true, [B = &Box](const json &A) { return queryAlerts(*B, A); }};
+  return {"query_alerts",
+          "Alerts of a training run",
+          "The runtime's alerts (" + vocab::joinedNames<vocab::AlertType>() +
+              ") with the step, op, tensor, source line, value and threshold, in step order.",
+          objectSchema({{"db", dbArgument()},
+                        {"severity", {{"type", "string"}, {"enum", query::severity_names()}}},
+                        {"type", str("Alert type, e.g. OVERFLOW")},
+                        {"site", str("FILE:LINE, a function (substring), a parameter or an op")},
+                        {"first_step", integer("", 0, INT64_MAX)},
+                        {"last_step", integer("", 0, INT64_MAX)},
+                        {"limit", integer("At most this many alerts (default 200)", 1, 10000)}},
+                       {"db"}),
+          objectSchema({{"databases", databasesSchema()},
+                        {"alerts", rowsSchema()},
+                        {"total", integer("")},
+                        {"truncated", {{"type", "boolean"}}}},
+                       {"databases", "alerts", "total", "truncated"}),
+          true,
+          [B = &Box](const json &A) { return queryAlerts(*B, A); }};
 }
 
 Tool runSummaryTool(const Sandbox &Box) {
-  return {"run_summary", "Summary of a training run",
-       "Run metadata (precision, torch version), steps seen and traced, alert counts by type "
-       "and severity, the first ERROR, the sites with the least fp16/bf16 headroom, and the "
-       "loss-scale history.",
-       objectSchema({{"db", dbArgument()}, {"worst_sites", integer("How many worst sites (default 5)", 0, 100)}},
-                    {"db"}),
-       objectSchema({{"databases", databasesSchema()}, {"runs", rowsSchema()}}, {"databases", "runs"}),
-       true, [B = &Box](const json &A) { return runSummary(*B, A); }};
+  return {"run_summary",
+          "Summary of a training run",
+          "Run metadata (precision, torch version), steps seen and traced, alert counts by type "
+          "and severity, the first ERROR, the sites with the least fp16/bf16 headroom, and the "
+          "loss-scale history.",
+          objectSchema({{"db", dbArgument()},
+                        {"worst_sites", integer("How many worst sites (default 5)", 0, 100)}},
+                       {"db"}),
+          objectSchema({{"databases", databasesSchema()}, {"runs", rowsSchema()}},
+                       {"databases", "runs"}),
+          true,
+          [B = &Box](const json &A) { return runSummary(*B, A); }};
 }
 
 Tool siteVerdictsTool(const Sandbox &Box) {
-  return {"site_verdicts", "Which static findings were confirmed at run time",
-       "For a run made with MPNANNY_VERIFY=1 and the sites file of mpnanny-check: each static "
-       "finding's verdict (" + vocab::joinedNames<vocab::Verdict>() + ") with its evidence.",
-       objectSchema({{"db", dbArgument()},
-                     {"verdict", {{"type", "string"},
-                                  {"enum", vocab::names<vocab::Verdict>()},
-                                  {"description", "Only this verdict"}}},
-                     {"limit", integer("At most this many verdicts (default 500)", 1, 10000)}},
-                    {"db"}),
-       objectSchema({{"databases", databasesSchema()},
-                     {"verification_data", {{"type", "boolean"}}},
-                     {"message", str("")},
-                     {"counts", {{"type", "object"}, {"additionalProperties", {{"type", "integer"}}}}},
-                     {"verdicts", rowsSchema()},
-                     {"total", integer("")},
-                     {"truncated", {{"type", "boolean"}}}},
-                    {"databases", "verification_data", "message", "verdicts"}),
-       true, [B = &Box](const json &A) { return siteVerdicts(*B, A); }};
+  return {"site_verdicts",
+          "Which static findings were confirmed at run time",
+          "For a run made with MPNANNY_VERIFY=1 and the sites file of mpnanny-check: each static "
+          "finding's verdict (" +
+              vocab::joinedNames<vocab::Verdict>() + ") with its evidence.",
+          objectSchema({{"db", dbArgument()},
+                        {"verdict",
+                         {{"type", "string"},
+                          {"enum", vocab::names<vocab::Verdict>()},
+                          {"description", "Only this verdict"}}},
+                        {"limit", integer("At most this many verdicts (default 500)", 1, 10000)}},
+                       {"db"}),
+          objectSchema(
+              {{"databases", databasesSchema()},
+               {"verification_data", {{"type", "boolean"}}},
+               {"message", str("")},
+               {"counts", {{"type", "object"}, {"additionalProperties", {{"type", "integer"}}}}},
+               {"verdicts", rowsSchema()},
+               {"total", integer("")},
+               {"truncated", {{"type", "boolean"}}}},
+              {"databases", "verification_data", "message", "verdicts"}),
+          true,
+          [B = &Box](const json &A) { return siteVerdicts(*B, A); }};
 }
 
 } // namespace mpnanny::mcp

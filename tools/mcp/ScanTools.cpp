@@ -35,10 +35,8 @@ const size_t MaxCompileDatabaseBytes = 64u << 20;
 
 json findingSchema() {
   json Location = objectSchema({{"file", str("")}, {"line", integer("")}, {"column", integer("")}});
-  json Note = objectSchema({{"message", str("")},
-                            {"file", str("")},
-                            {"line", integer("")},
-                            {"column", integer("")}});
+  json Note = objectSchema(
+      {{"message", str("")}, {"file", str("")}, {"line", integer("")}, {"column", integer("")}});
   json FixIt = objectSchema({{"file", str("")},
                              {"line", integer("")},
                              {"column", integer("")},
@@ -61,7 +59,8 @@ json findingSchema() {
        {"precision", str("the format the code computes in")},
        {"aten_ops", strings("ATen ops that realize it at run time")},
        {"notes", {{"type", "array"}, {"items", Note}}},
-       {"fixits", {{"type", "array"}, {"items", FixIt}, {"description", "exact rewrites; see suggest_fix"}}}},
+       {"fixits",
+        {{"type", "array"}, {"items", FixIt}, {"description", "exact rewrites; see suggest_fix"}}}},
       {"check", "severity", "file", "line", "column", "message", "site_id"});
 }
 
@@ -83,7 +82,7 @@ struct Prepared {
   std::string File;  ///< absolute: canonical on disk, or the virtual inline path
   std::string Label; ///< as the agent should read it
   bool Inline = false;
-  std::string Text;  ///< the text scanned
+  std::string Text; ///< the text scanned
 };
 
 /// A compilation database whose commands lose what could load code or write files.
@@ -94,9 +93,10 @@ fenced(std::unique_ptr<clang::tooling::CompilationDatabase> Base) {
   return DB;
 }
 
-std::unique_ptr<clang::tooling::CompilationDatabase>
-loadBuildDir(const Sandbox &Box, const std::string &Given, const std::string &Tool,
-             std::string &Resolved) {
+std::unique_ptr<clang::tooling::CompilationDatabase> loadBuildDir(const Sandbox &Box,
+                                                                  const std::string &Given,
+                                                                  const std::string &Tool,
+                                                                  std::string &Resolved) {
   Resolved = Box.resolve(Given, Sandbox::Kind::Directory, Tool + ": build_dir");
   std::string DbFile;
   try {
@@ -190,7 +190,8 @@ public:
     size_t OutsideRoots = 0;
   };
 
-  Outcome run(const std::vector<std::string> &Files, const std::map<std::string, std::string> &Overlay,
+  Outcome run(const std::vector<std::string> &Files,
+              const std::map<std::string, std::string> &Overlay,
               const clang::tooling::CompilationDatabase &DB, const std::string &Precision,
               const std::optional<std::string> &Checks, unsigned Jobs) const {
     check::ScanRequest R;
@@ -239,16 +240,15 @@ public:
     } else {
       Flags = check::defaultFlags();
     }
-    return fenced(std::make_unique<clang::tooling::FixedCompilationDatabase>(
-        Box.roots().front(), Flags));
+    return fenced(
+        std::make_unique<clang::tooling::FixedCompilationDatabase>(Box.roots().front(), Flags));
   }
 
   json scanFile(const json &Args) const {
     const std::string Tool = "scan_file";
     Prepared P = prepare(Args, Tool);
     auto DB = commandsFor(Args, Tool);
-    size_t Max = static_cast<size_t>(
-        optInt(Args, Tool, "max_findings").value_or(S.MaxFindings));
+    size_t Max = static_cast<size_t>(optInt(Args, Tool, "max_findings").value_or(S.MaxFindings));
     std::map<std::string, std::string> Overlay;
     if (P.Inline)
       Overlay[P.File] = P.Text;
@@ -271,10 +271,9 @@ public:
     std::string Dir;
     auto Loaded = loadBuildDir(Box, reqString(Args, Tool, "build_dir"), Tool, Dir);
     auto Only = optStrings(Args, Tool, "files");
-    size_t MaxFiles = static_cast<size_t>(
-        optInt(Args, Tool, "max_files").value_or(S.MaxProjectFiles));
-    size_t Max = static_cast<size_t>(
-        optInt(Args, Tool, "max_findings").value_or(S.MaxFindings));
+    size_t MaxFiles =
+        static_cast<size_t>(optInt(Args, Tool, "max_files").value_or(S.MaxProjectFiles));
+    size_t Max = static_cast<size_t>(optInt(Args, Tool, "max_findings").value_or(S.MaxFindings));
 
     std::vector<std::string> Listed = check::projectFiles(*Loaded, Dir);
     std::vector<std::string> Files;
@@ -302,8 +301,9 @@ public:
       NotListed += !Found;
     }
     if (Files.empty())
-      invalid(Tool + ": '" + Dir + "/compile_commands.json' lists no project source under the "
-                     "roots (third-party, generated and outside files are skipped)",
+      invalid(Tool + ": '" + Dir +
+                  "/compile_commands.json' lists no project source under the "
+                  "roots (third-party, generated and outside files are skipped)",
               "no_files");
     size_t Skipped = 0;
     if (Files.size() > MaxFiles) {
@@ -311,8 +311,8 @@ public:
       Files.resize(MaxFiles);
     }
     auto DB = fenced(std::move(Loaded));
-    Outcome O = run(Files, {}, *DB, precisionArg(Args, Tool), checksArg(Args, Tool),
-                    std::max(1u, S.Jobs));
+    Outcome O =
+        run(Files, {}, *DB, precisionArg(Args, Tool), checksArg(Args, Tool), std::max(1u, S.Jobs));
     std::map<std::string, size_t> PerCheck;
     for (const auto &F : O.Result.Findings)
       ++PerCheck[F.Check];
@@ -346,8 +346,7 @@ public:
     auto Check = optString(Args, Tool, "check");
     auto Selected = [&](const check::Finding &F) {
       return (!SiteId || F.SiteId == *SiteId) && (!Line || F.Where.Line == *Line) &&
-             (!Check || F.Check == *Check ||
-              F.Check == std::string(vocab::checkPrefix()) + *Check);
+             (!Check || F.Check == *Check || F.Check == std::string(vocab::checkPrefix()) + *Check);
     };
 
     // Per file, the replacements of the selected findings; an edit that overlaps one
@@ -359,7 +358,7 @@ public:
       if (!Selected(F))
         continue;
       ++Matching;
-      json Summary = {{"site_id", F.SiteId}, {"check", F.Check}, {"file", F.Where.File},
+      json Summary = {{"site_id", F.SiteId},  {"check", F.Check},         {"file", F.Where.File},
                       {"line", F.Where.Line}, {"column", F.Where.Column}, {"message", F.Message}};
       if (F.Edits.empty()) {
         Summary["advice"] = F.Fix;
@@ -456,72 +455,84 @@ ScanTools scanTools(const Sandbox &Box, const Settings &S) {
   json Rows = rowsSchema();
   ScanTools Out;
   json ScanFileIn = objectSchema(scanInputProperties());
-  Out.ScanFile = {"scan_file", "Scan a C++ file for fp16/bf16 hazards",
-       "Run mpnanny's static checks (clang-tidy based) on one LibTorch C++ file or on C++ text. "
-       "Returns each finding with its place, the enclosing function, the risk (overflow, "
-       "underflow, domain, precision loss), the precision it computes in, what to write "
-       "instead, a stable site_id, and the exact fix-its when the check has one. Nothing is "
-       "written.",
-       ScanFileIn,
-       objectSchema({{"file", str("absolute path scanned (virtual for inline source)")},
-                     {"inline", {{"type", "boolean"}}},
-                     {"findings", Findings},
-                     {"total_findings", integer("")},
-                     {"truncated", {{"type", "boolean"}}},
-                     {"findings_outside_roots", integer("findings in headers outside the roots, left out")},
-                     {"parse_errors", StringArray},
-                     {"config_errors", StringArray},
-                     {"summary", str("")}},
-                    {"file", "findings", "total_findings", "truncated", "parse_errors"}),
-       true, [Scan](const json &A) { return Scan->scanFile(A); }};
+  Out.ScanFile = {
+      "scan_file",
+      "Scan a C++ file for fp16/bf16 hazards",
+      "Run mpnanny's static checks (clang-tidy based) on one LibTorch C++ file or on C++ text. "
+      "Returns each finding with its place, the enclosing function, the risk (overflow, "
+      "underflow, domain, precision loss), the precision it computes in, what to write "
+      "instead, a stable site_id, and the exact fix-its when the check has one. Nothing is "
+      "written.",
+      ScanFileIn,
+      objectSchema(
+          {{"file", str("absolute path scanned (virtual for inline source)")},
+           {"inline", {{"type", "boolean"}}},
+           {"findings", Findings},
+           {"total_findings", integer("")},
+           {"truncated", {{"type", "boolean"}}},
+           {"findings_outside_roots", integer("findings in headers outside the roots, left out")},
+           {"parse_errors", StringArray},
+           {"config_errors", StringArray},
+           {"summary", str("")}},
+          {"file", "findings", "total_findings", "truncated", "parse_errors"}),
+      true,
+      [Scan](const json &A) { return Scan->scanFile(A); }};
 
-  Out.ScanProject = {"scan_project", "Scan every source of a CMake build",
-       "Run the checks on the project's own sources listed in <build_dir>/compile_commands.json "
-       "(third-party, generated and out-of-root files are skipped), with the build's flags.",
-       objectSchema({{"build_dir", str("Build folder holding compile_commands.json, under the roots")},
-                     {"files", strings("Only these sources (paths under the roots)")},
-                     {"precision", precisionSchema()},
-                     {"checks", str("clang-tidy glob of checks to run")},
-                     {"max_files", integer("Scan at most this many files (default 200)", 1, 100000)},
-                     {"max_findings", integer("Return at most this many findings (default 500)", 0, 100000)}},
-                    {"build_dir"}),
-       objectSchema({{"build_dir", str("")},
-                     {"files_scanned", StringArray},
-                     {"files_not_scanned", integer("over max_files")},
-                     {"files_outside_roots", integer("")},
-                     {"files_not_in_database", integer("")},
-                     {"findings", Findings},
-                     {"total_findings", integer("")},
-                     {"truncated", {{"type", "boolean"}}},
-                     {"findings_by_check", {{"type", "object"}, {"additionalProperties", {{"type", "integer"}}}}},
-                     {"findings_outside_roots", integer("")},
-                     {"parse_errors", StringArray},
-                     {"config_errors", StringArray},
-                     {"summary", str("")}},
-                    {"build_dir", "files_scanned", "findings", "total_findings", "parse_errors"}),
-       true, [Scan](const json &A) { return Scan->scanProject(A); }};
+  Out.ScanProject = {
+      "scan_project",
+      "Scan every source of a CMake build",
+      "Run the checks on the project's own sources listed in <build_dir>/compile_commands.json "
+      "(third-party, generated and out-of-root files are skipped), with the build's flags.",
+      objectSchema(
+          {{"build_dir", str("Build folder holding compile_commands.json, under the roots")},
+           {"files", strings("Only these sources (paths under the roots)")},
+           {"precision", precisionSchema()},
+           {"checks", str("clang-tidy glob of checks to run")},
+           {"max_files", integer("Scan at most this many files (default 200)", 1, 100000)},
+           {"max_findings", integer("Return at most this many findings (default 500)", 0, 100000)}},
+          {"build_dir"}),
+      objectSchema({{"build_dir", str("")},
+                    {"files_scanned", StringArray},
+                    {"files_not_scanned", integer("over max_files")},
+                    {"files_outside_roots", integer("")},
+                    {"files_not_in_database", integer("")},
+                    {"findings", Findings},
+                    {"total_findings", integer("")},
+                    {"truncated", {{"type", "boolean"}}},
+                    {"findings_by_check",
+                     {{"type", "object"}, {"additionalProperties", {{"type", "integer"}}}}},
+                    {"findings_outside_roots", integer("")},
+                    {"parse_errors", StringArray},
+                    {"config_errors", StringArray},
+                    {"summary", str("")}},
+                   {"build_dir", "files_scanned", "findings", "total_findings", "parse_errors"}),
+      true,
+      [Scan](const json &A) { return Scan->scanProject(A); }};
 
   json FixIn = scanInputProperties();
   FixIn.erase("max_findings");
   FixIn["site_id"] = str("Fix only this finding (its site_id from scan_file)");
   FixIn["line"] = integer("Fix only the findings on this line", 1, 100000000);
   FixIn["check"] = str("Fix only the findings of this check");
-  Out.SuggestFix = {"suggest_fix", "Propose the fix-its as a unified diff",
-       "Scan the file and return the exact rewrites the checks offer (e.g. log(softmax(x)) -> "
-       "log_softmax(x)) as a unified diff. Nothing is written: apply the diff yourself, then "
-       "scan again. Findings without an exact rewrite come back with advice in words.",
-       objectSchema(FixIn),
-       objectSchema({{"file", str("")},
-                     {"inline", {{"type", "boolean"}}},
-                     {"diff", str("unified diff; empty when there is nothing to rewrite")},
-                     {"applied", {{"type", "boolean"}, {"description", "always false"}}},
-                     {"fixes", Rows},
-                     {"without_fixit", Rows},
-                     {"conflicting", Rows},
-                     {"parse_errors", StringArray},
-                     {"message", str("")}},
-                    {"diff", "applied", "fixes", "message"}),
-       true, [Scan](const json &A) { return Scan->suggestFix(A); }};
+  Out.SuggestFix = {
+      "suggest_fix",
+      "Propose the fix-its as a unified diff",
+      "Scan the file and return the exact rewrites the checks offer (e.g. log(softmax(x)) -> "
+      "log_softmax(x)) as a unified diff. Nothing is written: apply the diff yourself, then "
+      "scan again. Findings without an exact rewrite come back with advice in words.",
+      objectSchema(FixIn),
+      objectSchema({{"file", str("")},
+                    {"inline", {{"type", "boolean"}}},
+                    {"diff", str("unified diff; empty when there is nothing to rewrite")},
+                    {"applied", {{"type", "boolean"}, {"description", "always false"}}},
+                    {"fixes", Rows},
+                    {"without_fixit", Rows},
+                    {"conflicting", Rows},
+                    {"parse_errors", StringArray},
+                    {"message", str("")}},
+                   {"diff", "applied", "fixes", "message"}),
+      true,
+      [Scan](const json &A) { return Scan->suggestFix(A); }};
   return Out;
 }
 

@@ -77,8 +77,8 @@ void checkArguments(const json &Args, const std::string &Tool, const json &Schem
     if (!Value.is_number_integer() ||
         (Value.is_number_unsigned() && Value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) ||
         Value.get<int64_t>() < Min || Value.get<int64_t>() > Max)
-      invalid(Tool + ": '" + Key + "' must be an integer between " + std::to_string(Min) +
-              " and " + std::to_string(Max));
+      invalid(Tool + ": '" + Key + "' must be an integer between " + std::to_string(Min) + " and " +
+              std::to_string(Max));
   }
 }
 

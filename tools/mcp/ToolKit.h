@@ -27,8 +27,7 @@ namespace mpnanny::mcp {
 std::optional<std::string> optString(const nlohmann::json &Args, const std::string &Tool,
                                      const std::string &Name);
 /// A string argument that must be there and not be empty.
-std::string reqString(const nlohmann::json &Args, const std::string &Tool,
-                      const std::string &Name);
+std::string reqString(const nlohmann::json &Args, const std::string &Tool, const std::string &Name);
 /// An integer argument; its range is the schema's, checked by checkArguments before the tool runs.
 std::optional<int64_t> optInt(const nlohmann::json &Args, const std::string &Tool,
                               const std::string &Name);

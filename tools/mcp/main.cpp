@@ -13,17 +13,17 @@
 #include "Protocol.h"
 #include "Sandbox.h"
 #include "Scanner.h"
-#include "TorchHeaders.h"
 #include "Tools.h"
+#include "TorchHeaders.h"
 
 #include "llvm/Support/FileSystem.h"
 
 #include <cerrno>
 #include <csignal>
-#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -133,8 +133,8 @@ int main(int argc, char **argv) {
   }
   // A broken knowledge base is a configuration error now, not a failed tool call later.
   try {
-    mpnanny::kb::KnowledgeBase::cached(Rules.empty() ? mpnanny::kb::KnowledgeBase::defaultDirectory()
-                                                     : Rules);
+    mpnanny::kb::KnowledgeBase::cached(
+        Rules.empty() ? mpnanny::kb::KnowledgeBase::defaultDirectory() : Rules);
   } catch (const std::exception &E) {
     std::cerr << "mpnanny-mcp: error: " << E.what() << "\n";
     return 2;

@@ -8,8 +8,8 @@
 #define MPNANNY_TOOLS_OUTPUT_H
 
 #include "Vocabulary.h"
-#include "utils/FindingLog.h"
 #include "clang-tidy/ClangTidyDiagnosticConsumer.h"
+#include "utils/FindingLog.h"
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

@@ -159,8 +159,8 @@ struct FixedCommands : tooling::CompilationDatabase {
 };
 } // namespace
 
-std::vector<tooling::CompileCommand>
-discoveredCommands(const std::string &File, const std::vector<std::string> &ExtraArgs) {
+std::vector<tooling::CompileCommand> discoveredCommands(const std::string &File,
+                                                        const std::vector<std::string> &ExtraArgs) {
   std::string Error;
   if (auto DB = tooling::CompilationDatabase::autoDetectFromSource(File, Error)) {
     // Commands clang guessed from a neighbour do not count: a scratch file in a build
@@ -185,8 +185,7 @@ std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
   std::vector<std::string> Problems;
   for (const auto &S : Scans) {
     if (S.StoppedAfterSeconds) {
-      Problems.push_back(S.File + ": scan stopped after " +
-                         std::to_string(*S.StoppedAfterSeconds) +
+      Problems.push_back(S.File + ": scan stopped after " + std::to_string(*S.StoppedAfterSeconds) +
                          " s (--timeout); this file's findings are missing");
       continue;
     }
@@ -196,16 +195,15 @@ std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
       if (E.DiagLevel == tooling::Diagnostic::Error &&
           llvm::StringRef(E.DiagnosticName).starts_with("clang-diagnostic") && Count++ == 0) {
         // Where, as the compiler says it: the JSON and SARIF outputs print only this line.
-        Location At = locate(absolutePath(E.Message.FilePath, E.BuildDirectory),
-                             E.Message.FileOffset);
+        Location At =
+            locate(absolutePath(E.Message.FilePath, E.BuildDirectory), E.Message.FileOffset);
         First = At.Line ? At.File + ":" + std::to_string(At.Line) + ":" +
                               std::to_string(At.Column) + ": " + E.Message.Message
                         : E.Message.Message;
       }
     if (Count)
-      Problems.push_back(S.File + ": " + std::to_string(Count) +
-                         " compile error(s) (first: " + First +
-                         "); the scan of this file is incomplete. " + Hint);
+      Problems.push_back(S.File + ": " + std::to_string(Count) + " compile error(s) (first: " +
+                         First + "); the scan of this file is incomplete. " + Hint);
   }
   return Problems;
 }
@@ -261,8 +259,8 @@ static void relocate(std::vector<Finding> &Findings, const std::vector<ClangTidy
         continue;
       for (size_t I = 0; I < E.Notes.size(); ++I)
         if (!E.Notes[I].FilePath.empty())
-          F.Notes[I].Where = Relocated(
-              {absolutePath(E.Notes[I].FilePath, E.BuildDirectory), 0, 0}, E.Notes[I].FileOffset);
+          F.Notes[I].Where = Relocated({absolutePath(E.Notes[I].FilePath, E.BuildDirectory), 0, 0},
+                                       E.Notes[I].FileOffset);
       break;
     }
   }

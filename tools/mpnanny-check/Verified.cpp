@@ -1,8 +1,8 @@
 //===--- Verified.cpp - mpnanny-check --verified --------------------------===//
 #include "Verified.h"
 
-#include "queries.h" // mpnanny_query reads the site_verdicts table
 #include "Vocabulary.h"
+#include "queries.h" // mpnanny_query reads the site_verdicts table
 
 namespace mpnanny::check {
 
@@ -13,7 +13,8 @@ const SiteVerdict *Verdicts::of(const Finding &F) const {
 
 bool Verdicts::cleared(const Finding &F, int64_t MinSteps) const {
   const SiteVerdict *V = of(F);
-  return V && V->Verdict == vocab::name(vocab::Verdict::NotObserved) && V->StepsObserved >= MinSteps;
+  return V && V->Verdict == vocab::name(vocab::Verdict::NotObserved) &&
+         V->StepsObserved >= MinSteps;
 }
 
 std::optional<Verdicts> readVerdicts(const std::string &Path, std::string &Error) {

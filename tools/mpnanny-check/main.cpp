@@ -32,15 +32,15 @@
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdlib>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <sys/resource.h>
-#include <unistd.h>
+#include <cstdlib>
 #include <map>
 #include <optional>
+#include <sys/resource.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace clang;
 using namespace clang::tidy;
@@ -60,7 +60,8 @@ cl::opt<std::string> BuildPath("p",
                                cl::value_desc("build"), cl::cat(Category));
 cl::opt<unsigned> Jobs("j", cl::desc("Files scanned in parallel (default: number of cores)"),
                        cl::init(0), cl::value_desc("N"), cl::cat(Category));
-cl::opt<std::string> RulesDir("rules", cl::desc("Knowledge base directory (default: bundled rules)"),
+cl::opt<std::string> RulesDir("rules",
+                              cl::desc("Knowledge base directory (default: bundled rules)"),
                               cl::value_desc("dir"), cl::cat(Category));
 // The vocabulary's names; cl::desc keeps a reference, so the text lives as long as the option.
 const std::string PrecisionHelp = "Force the precision instead of inferring it: " +
@@ -75,12 +76,14 @@ cl::opt<std::string> ExportSites(
     "export-sites",
     cl::desc("Write the sites file the runtime verifies (default name: mpnanny-sites.json)"),
     cl::value_desc("file"), cl::ValueOptional, cl::cat(Category));
-cl::opt<std::string> FailOn("fail-on",
-                            cl::desc("Lowest severity that makes the exit code 1: note, "
-                                     "warning (default) or error"),
-                            cl::init(std::string(mpnanny::vocab::name(mpnanny::vocab::Severity::Warning))),
-                            cl::cat(Category));
-cl::opt<bool> FixOpt("fix", cl::desc("Apply the fix-its that are exact rewrites"), cl::cat(Category));
+cl::opt<std::string>
+    FailOn("fail-on",
+           cl::desc("Lowest severity that makes the exit code 1: note, "
+                    "warning (default) or error"),
+           cl::init(std::string(mpnanny::vocab::name(mpnanny::vocab::Severity::Warning))),
+           cl::cat(Category));
+cl::opt<bool> FixOpt("fix", cl::desc("Apply the fix-its that are exact rewrites"),
+                     cl::cat(Category));
 cl::opt<bool> ListChecks("list-checks", cl::desc("List the checks, one line each"),
                          cl::cat(Category));
 cl::opt<std::string> Explain("explain", cl::desc("Print a check's knowledge page"),
@@ -111,10 +114,11 @@ cl::opt<unsigned> Timeout("timeout",
                           cl::desc("Seconds one file may take before its scan is stopped "
                                    "(default 300; 0: no limit)"),
                           cl::init(300), cl::value_desc("s"), cl::cat(Category));
-cl::opt<std::string> VerifiedDb("verified",
-                               cl::desc("Show each finding with its verdict from a MPNANNY_VERIFY=1 "
-                                        "run's database (nanny_logs/metrics.db)"),
-                               cl::value_desc("metrics.db"), cl::cat(Category));
+cl::opt<std::string>
+    VerifiedDb("verified",
+               cl::desc("Show each finding with its verdict from a MPNANNY_VERIFY=1 "
+                        "run's database (nanny_logs/metrics.db)"),
+               cl::value_desc("metrics.db"), cl::cat(Category));
 cl::opt<std::string> HideCleared(
     "hide-cleared",
     cl::desc("With --verified: hide findings that run time showed healthy (NOT_OBSERVED) on at "
@@ -154,7 +158,8 @@ adjusted(std::unique_ptr<tooling::CompilationDatabase> Base) {
 
 /// Note 0, warning 1, error 2 (the vocabulary's order); anything else counts as a note.
 int severityRank(StringRef S) {
-  auto Level = mpnanny::vocab::parse<mpnanny::vocab::Severity>(std::string_view(S.data(), S.size()));
+  auto Level =
+      mpnanny::vocab::parse<mpnanny::vocab::Severity>(std::string_view(S.data(), S.size()));
   return static_cast<int>(Level.value_or(mpnanny::vocab::Severity::Note));
 }
 
@@ -311,8 +316,9 @@ int main(int argc, const char **argv) {
   if (WholeProject) {
     Files = mpnanny::check::projectFiles(*Project, BuildPath);
     if (Files.empty())
-      return fail("'" + BuildPath + "/compile_commands.json' lists no source of the project "
-                                    "(third-party and generated files are skipped)",
+      return fail("'" + BuildPath +
+                      "/compile_commands.json' lists no source of the project "
+                      "(third-party and generated files are skipped)",
                   2);
   } else if (Sources.empty()) {
     return fail("no source file given (mpnanny-check -p build [file.cpp], or file.cpp -- flags)",
@@ -366,8 +372,8 @@ int main(int argc, const char **argv) {
     if (!Self.empty()) {
       Settings.DetachedCacheBuild = {Self, "--build-cache-only",
                                      "--build-cache-after-pid=" + std::to_string(getpid())};
-      Settings.DetachedCacheBuild.insert(Settings.DetachedCacheBuild.end(),
-                                         CommandLine.begin() + 1, CommandLine.end());
+      Settings.DetachedCacheBuild.insert(Settings.DetachedCacheBuild.end(), CommandLine.begin() + 1,
+                                         CommandLine.end());
     }
   }
   Settings.TimeoutSeconds = Timeout;
@@ -389,8 +395,7 @@ int main(int argc, const char **argv) {
     Errors.insert(Errors.end(), S.Errors.begin(), S.Errors.end());
     Details.insert(Details.end(), S.Details.begin(), S.Details.end());
   }
-  std::vector<mpnanny::check::Finding> Findings =
-      mpnanny::check::collectFindings(Errors, Details);
+  std::vector<mpnanny::check::Finding> Findings = mpnanny::check::collectFindings(Errors, Details);
   if (FixOpt && (FormatOpt != "text" || Verified))
     applyEdits(Findings);
   // The sites file keeps every finding (the next run verifies them again); the report and the

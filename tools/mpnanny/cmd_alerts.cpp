@@ -74,23 +74,21 @@ int alerts(Args args) {
   // One database: its rank is in the summary, and the columns are better spent on the rows.
   if (databases.size() == 1) columns.erase(columns.begin());
   switch (common.format) {
-    case query::Format::Json:
-      std::cout << query::json_text(rows, 2) << "\n";
-      break;
+    case query::Format::Json: std::cout << query::json_text(rows, 2) << "\n"; break;
     case query::Format::Csv: {
-      std::vector<query::Column> csv = {{"", "rank"},     {"", "step"},  {"", "seq"},   {"", "severity"},
-                                        {"", "type"},     {"", "rule"},  {"", "phase"}, {"", "op"},
-                                        {"", "name"},     {"", "file"},  {"", "line"},  {"", "function"},
-                                        {"", "value"},    {"", "threshold"}, {"", "message"}};
+      std::vector<query::Column> csv = {{"", "rank"},  {"", "step"},      {"", "seq"},    {"", "severity"},
+                                        {"", "type"},  {"", "rule"},      {"", "phase"},  {"", "op"},
+                                        {"", "name"},  {"", "file"},      {"", "line"},   {"", "function"},
+                                        {"", "value"}, {"", "threshold"}, {"", "message"}};
       std::cout << query::render_csv(rows, csv);
       break;
     }
     case query::Format::Table:
       if (rows.empty()) {
-        std::cout << "no alerts" << (filter.severity || filter.type || filter.site || filter.first_step ||
-                                             filter.last_step
-                                         ? " match these filters"
-                                         : " in this run")
+        std::cout << "no alerts"
+                  << (filter.severity || filter.type || filter.site || filter.first_step || filter.last_step
+                          ? " match these filters"
+                          : " in this run")
                   << "\n";
       } else {
         std::cout << query::render_table(rows, columns, common.colour);

@@ -38,8 +38,10 @@ int stats(Args args) {
       {"phase", "phase", false, false, false,
        [](const nlohmann::json& row) {
          const std::string phase = query::cell_text(row["phase"]);
-         return phase == "forward" ? std::string("fwd") : phase == "backward" ? std::string("bwd")
-                : phase == "gradient" ? std::string("grad") : phase;
+         return phase == "forward"    ? std::string("fwd")
+                : phase == "backward" ? std::string("bwd")
+                : phase == "gradient" ? std::string("grad")
+                                      : phase;
        }},
       {"what", "what", false, true, false,
        [](const nlohmann::json& row) {
@@ -72,15 +74,35 @@ int stats(Args args) {
   // One database: its rank is in the summary, and the columns are better spent on the rows.
   if (databases.size() == 1) columns.erase(columns.begin());
   switch (common.format) {
-    case query::Format::Json:
-      std::cout << query::json_text(rows, 2) << "\n";
-      break;
+    case query::Format::Json: std::cout << query::json_text(rows, 2) << "\n"; break;
     case query::Format::Csv: {
       std::vector<query::Column> csv;
-      for (const char* key : {"rank", "step", "seq", "phase", "op", "name", "file", "line", "function", "dtype",
-                              "shape", "numel", "nan_count", "inf_count", "zero_count", "max_abs", "min_abs_nonzero",
-                              "mean", "norm", "fp16_overflow", "fp16_subnormal", "fp16_flush", "bf16_overflow",
-                              "bf16_subnormal", "bf16_flush", "update_ratio"}) {
+      for (const char* key : {"rank",
+                              "step",
+                              "seq",
+                              "phase",
+                              "op",
+                              "name",
+                              "file",
+                              "line",
+                              "function",
+                              "dtype",
+                              "shape",
+                              "numel",
+                              "nan_count",
+                              "inf_count",
+                              "zero_count",
+                              "max_abs",
+                              "min_abs_nonzero",
+                              "mean",
+                              "norm",
+                              "fp16_overflow",
+                              "fp16_subnormal",
+                              "fp16_flush",
+                              "bf16_overflow",
+                              "bf16_subnormal",
+                              "bf16_flush",
+                              "update_ratio"}) {
         csv.push_back({"", key});
       }
       std::cout << query::render_csv(rows, csv);

@@ -47,8 +47,11 @@ std::map<std::string, Track> load(const Database& db, std::map<std::string, int6
     }
     // The function is left out of the key: a converted copy of the model may be symbolized
     // through a different frame, while file, line and op stay the same.
-    json base = {{"phase", q->value(2)}, {"op", q->value(3)}, {"name", q->value(4)},
-                 {"file", q->value(6)},  {"line", q->value(7)}};
+    json base = {{"phase", q->value(2)},
+                 {"op", q->value(3)},
+                 {"name", q->value(4)},
+                 {"file", q->value(6)},
+                 {"line", q->value(7)}};
     const std::string base_id = json_text(base);
     const int occurrence = occurrences[base_id]++;
     const std::string id = base_id + "#" + std::to_string(occurrence);
@@ -79,7 +82,7 @@ std::map<std::string, Track> load(const Database& db, std::map<std::string, int6
     const std::string id = "scalar:" + s->text(0);
     Track& track = tracks[id];
     if (track.key.is_null()) {
-      track.key = {{"phase", "scalar"}, {"op", nullptr}, {"name", s->text(0)}, {"function", nullptr},
+      track.key = {{"phase", "scalar"}, {"op", nullptr},   {"name", s->text(0)}, {"function", nullptr},
                    {"file", nullptr},   {"line", nullptr}, {"occurrence", 0}};
       track.key["site"] = s->text(0);
       track.key["what"] = "scalar " + s->text(0);
@@ -118,8 +121,11 @@ vocab::HalfFormat low_format(const std::map<std::string, int64_t>& dtypes, const
 json describe(const Database& db, const std::map<std::string, int64_t>& dtypes) {
   json dtype_json = json::object();
   for (const auto& [dtype, count] : dtypes) dtype_json[dtype] = count;
-  return {{"file", db.path()}, {"run_id", db.run_id()}, {"rank", db.rank()},
-          {"judged_against", db.run()["precision"]}, {"dtypes", dtype_json}};
+  return {{"file", db.path()},
+          {"run_id", db.run_id()},
+          {"rank", db.rank()},
+          {"judged_against", db.run()["precision"]},
+          {"dtypes", dtype_json}};
 }
 
 }  // namespace
@@ -195,7 +201,8 @@ nlohmann::json compare_runs(const Database& reference, const Database& low, cons
   std::stable_sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
     if (a["departs"] != b["departs"]) return a["departs"].get<bool>();
     if (a["departs"].get<bool>()) {
-      if (a["departure_step"] != b["departure_step"]) return a["departure_step"].get<int64_t>() < b["departure_step"].get<int64_t>();
+      if (a["departure_step"] != b["departure_step"])
+        return a["departure_step"].get<int64_t>() < b["departure_step"].get<int64_t>();
       return a["departure_seq"].get<int64_t>() < b["departure_seq"].get<int64_t>();
     }
     const double x = a["max_relative"].is_number() ? a["max_relative"].get<double>() : INFINITY;
@@ -208,7 +215,8 @@ nlohmann::json compare_runs(const Database& reference, const Database& low, cons
   if (!rows.empty() && rows[0]["departs"].get<bool>()) {
     const json& first = rows[0];
     departure = first["departure"];
-    for (const char* key : {"site", "what", "function", "file", "line", "phase", "op", "name"}) departure[key] = first[key];
+    for (const char* key : {"site", "what", "function", "file", "line", "phase", "op", "name"})
+      departure[key] = first[key];
   }
   return {{"reference", describe(reference, ref_dtypes)},
           {"low", describe(low, low_dtypes)},

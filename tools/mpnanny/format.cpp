@@ -106,8 +106,8 @@ std::string render_table(const nlohmann::json& rows, const std::vector<Column>& 
     std::vector<std::string> line;
     for (size_t c = 0; c < columns.size(); ++c) {
       const Column& column = columns[c];
-      std::string text = column.text ? column.text(row)
-                                     : cell_text(row.contains(column.key) ? row[column.key] : nlohmann::json());
+      std::string text =
+          column.text ? column.text(row) : cell_text(row.contains(column.key) ? row[column.key] : nlohmann::json());
       text = printable(text);
       widths[c] = std::max(widths[c], width_of(text));
       line.push_back(std::move(text));

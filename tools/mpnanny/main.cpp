@@ -55,8 +55,7 @@ int run_mcp(char** argv) {
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
-  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help" ||
-      std::string(argv[1]) == "help") {
+  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
   }

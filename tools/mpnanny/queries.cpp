@@ -3,8 +3,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -133,13 +133,18 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
           "SELECT COUNT(*), COALESCE(SUM(traced), 0), COALESCE(SUM(dense), 0), MIN(step), MAX(step) FROM steps "
           "WHERE run_id = ?");
       q->bind(1, run_id).step();
-      out["steps"] = {{"seen", q->integer(0)}, {"traced", q->integer(1)}, {"dense", q->integer(2)},
-                      {"first", q->value(3)}, {"last", q->value(4)}};
+      out["steps"] = {{"seen", q->integer(0)},
+                      {"traced", q->integer(1)},
+                      {"dense", q->integer(2)},
+                      {"first", q->value(3)},
+                      {"last", q->value(4)}};
     }
     {
       const std::vector<std::string> severities = severity_names();
-      auto q = db->prepare("SELECT type, severity, COUNT(*) FROM alerts WHERE run_id = ?1 GROUP BY type, severity "
-                           "ORDER BY " + rank_in("severity", 2, severities.size()) + ", type");
+      auto q = db->prepare(
+          "SELECT type, severity, COUNT(*) FROM alerts WHERE run_id = ?1 GROUP BY type, severity "
+          "ORDER BY " +
+          rank_in("severity", 2, severities.size()) + ", type");
       q->bind(1, run_id);
       bind_names(*q, 2, severities);
       nlohmann::json counts = nlohmann::json::array();
@@ -179,7 +184,9 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
         nlohmann::json row = q->row();
         const double max_abs = q->real(6);
         const bool nonfinite = q->integer(8) > 0;
-        row["headroom"] = nonfinite ? nlohmann::json(0.0) : max_abs > 0 ? nlohmann::json(limit / max_abs) : nlohmann::json();
+        row["headroom"] = nonfinite     ? nlohmann::json(0.0)
+                          : max_abs > 0 ? nlohmann::json(limit / max_abs)
+                                        : nlohmann::json();
         row["nonfinite"] = q->integer(8);
         // Where NaN/Inf decide the headroom, the step to look at is the first one that had them.
         // (A separate query: a second min/max aggregate above would unpin the bare `step`.)
@@ -230,8 +237,11 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
           line += " -> " + short_number(changes[i].second) + " @" + std::to_string(changes[i].first);
         }
         line += "; " + std::to_string(skipped) + " skipped step" + (skipped == 1 ? "" : "s");
-        out["loss_scale"] = {{"history", line}, {"changes", changes.size() - 1}, {"skipped", skipped},
-                             {"final", last}, {"steps", recorded}};
+        out["loss_scale"] = {{"history", line},
+                             {"changes", changes.size() - 1},
+                             {"skipped", skipped},
+                             {"final", last},
+                             {"steps", recorded}};
       }
     }
     result.push_back(out);
@@ -290,8 +300,8 @@ nlohmann::json stats(const Databases& databases, const StatsFilter& filter) {
       nlohmann::json row = q->row();
       const std::string name = str(row["name"]);
       if (filter.param && !(name == *filter.param || name.rfind(*filter.param + ".", 0) == 0)) continue;
-      if (filter.site && !site_matches(*filter.site, str(row["file"]), integer(row["line"]), str(row["function"]),
-                                       name, str(row["op"]))) {
+      if (filter.site && !site_matches(*filter.site, str(row["file"]), integer(row["line"]), str(row["function"]), name,
+                                       str(row["op"]))) {
         continue;
       }
       row["rank"] = db->rank();
@@ -316,8 +326,9 @@ nlohmann::json site_verdicts(const Database& db) {
   const std::vector<std::string> verdicts = vocab::names<vocab::Verdict>();
   auto q = db.prepare(
       "SELECT site_id, check_name, verdict, file, line, function, steps_observed, worst_headroom, first_step, "
-      "value, evidence FROM " + kSiteVerdictsTable + " WHERE run_id = ?1 ORDER BY " +
-      rank_in("verdict", 2, verdicts.size()) + ", file, line, site_id");
+      "value, evidence FROM " +
+      kSiteVerdictsTable + " WHERE run_id = ?1 ORDER BY " + rank_in("verdict", 2, verdicts.size()) +
+      ", file, line, site_id");
   q->bind(1, db.run_id());
   bind_names(*q, 2, verdicts);
   while (q->step()) {
@@ -333,7 +344,8 @@ nlohmann::json sites(const Databases& databases) {
   nlohmann::json rows = nlohmann::json::array();
   nlohmann::json available = nlohmann::json::array();
   for (const auto& db : databases) {
-    available.push_back({{"rank", db->rank()}, {"file", db->path()}, {"verification", db->has_table(kSiteVerdictsTable)}});
+    available.push_back(
+        {{"rank", db->rank()}, {"file", db->path()}, {"verification", db->has_table(kSiteVerdictsTable)}});
     for (nlohmann::json& row : site_verdicts(*db)) rows.push_back(std::move(row));
   }
   return {{"available", available}, {"verdicts", rows}};
@@ -383,9 +395,10 @@ RunVerdicts newest_site_verdicts(const std::string& path) {
     throw Error("'" + path + "' holds no verification data (no " + kSiteVerdictsTable +
                 " table): train with MPNANNY_VERIFY=1 and the sites file of --export-sites");
   }
-  auto rows = prepared("SELECT run_id, site_id, verdict, evidence, steps_observed, worst_headroom, first_step, value "
-                       "FROM " + kSiteVerdictsTable + " WHERE run_id = (SELECT MAX(run_id) FROM " +
-                       kSiteVerdictsTable + ")");
+  auto rows = prepared(
+      "SELECT run_id, site_id, verdict, evidence, steps_observed, worst_headroom, first_step, value "
+      "FROM " +
+      kSiteVerdictsTable + " WHERE run_id = (SELECT MAX(run_id) FROM " + kSiteVerdictsTable + ")");
   RunVerdicts out;
   while (next(*rows)) {
     out.run_id = rows->integer(0);

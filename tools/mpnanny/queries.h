@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "database.h"
 #include "Vocabulary.h"
+#include "database.h"
 
 namespace mpnanny::query {
 
