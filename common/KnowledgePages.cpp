@@ -111,18 +111,6 @@ std::optional<std::string> checkPage(const std::string &Check) {
   return std::nullopt;
 }
 
-std::optional<std::string> readPage(const std::string &File, size_t MaxBytes) {
-  std::ifstream In(File, std::ios::binary);
-  if (!In)
-    return std::nullopt;
-  std::string Text(MaxBytes + 1, '\0');
-  In.read(Text.data(), static_cast<std::streamsize>(Text.size()));
-  if (In.bad())
-    return std::nullopt;
-  Text.resize(static_cast<size_t>(In.gcount()));
-  return Text;
-}
-
 std::string summaryOf(const std::string &Page) {
   for (const std::string &Line : linesOf(Page)) {
     const std::string L = trimmed(Line);

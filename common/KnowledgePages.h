@@ -8,7 +8,6 @@
 #ifndef MPNANNY_COMMON_KNOWLEDGEPAGES_H
 #define MPNANNY_COMMON_KNOWLEDGEPAGES_H
 
-#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,10 +31,6 @@ std::optional<Page> findPage(const std::string &Name);
 
 /// The text of a check's page ("mpnanny-risky-op" or "risky-op"), if there is one.
 std::optional<std::string> checkPage(const std::string &Check);
-
-/// A page's text, at most MaxBytes of it (a longer page reads as longer than MaxBytes, so the
-/// caller can refuse it); nothing when it cannot be read.
-std::optional<std::string> readPage(const std::string &File, size_t MaxBytes);
 
 /// The first line of prose after the title: the page's one-line summary.
 std::string summaryOf(const std::string &Page);

@@ -24,7 +24,7 @@ namespace {
 std::string readPage(const std::string &File) {
   // Pages are ours, not the user's, but a page is still bounded like anything read.
   const size_t Max = 1u << 20;
-  auto Text = knowledge::readPage(File, Max);
+  auto Text = readBounded(File, Max);
   if (!Text || Text->size() > Max)
     throw RpcError(code::Internal, "cannot read the knowledge page '" + File + "' (at most " +
                                        std::to_string(Max) + " bytes)");
