@@ -104,6 +104,80 @@ bool site_matches(const std::string& s, const std::string& file, int64_t line, c
   return !file.empty() && ends_with(file, s);
 }
 
+/// The sites with the least headroom (format max / largest |x|; 0 once NaN/Inf was seen), at most
+/// `count` of them.
+nlohmann::json worst_sites_of(const Database& db, int64_t run_id, const std::string& precision, int count) {
+  // A bare column next to MAX() takes its value from the row holding the maximum (SQLite).
+  auto q = db.prepare(
+      "SELECT t.phase, t.op, t.name, l.function, l.file, l.line, MAX(COALESCE(t.max_abs, 0)) AS max_abs, "
+      "t.step, SUM(t.nan_count + t.inf_count) AS nonfinite, COUNT(DISTINCT t.step) AS steps_observed, "
+      "t.location_id "
+      "FROM tensor_stats t LEFT JOIN locations l ON l.run_id = t.run_id AND l.location_id = t.location_id "
+      "WHERE t.run_id = ? GROUP BY t.phase, t.op, t.name, t.location_id");
+  q->bind(1, run_id);
+  const double limit = precision_max(precision);
+  std::vector<nlohmann::json> rows;
+  while (q->step()) {
+    nlohmann::json row = q->row();
+    const double max_abs = q->real(6);
+    const bool nonfinite = q->integer(8) > 0;
+    row["headroom"] = nonfinite     ? nlohmann::json(0.0)
+                      : max_abs > 0 ? nlohmann::json(limit / max_abs)
+                                    : nlohmann::json();
+    row["nonfinite"] = q->integer(8);
+    // Where NaN/Inf decide the headroom, the step to look at is the first one that had them.
+    // (A separate query: a second min/max aggregate above would unpin the bare `step`.)
+    if (nonfinite) {
+      auto first = db.prepare(
+          "SELECT MIN(step) FROM tensor_stats WHERE run_id = ? AND phase = ? AND op IS ? AND name IS ? AND "
+          "location_id = ? AND nan_count + inf_count > 0");
+      first->bind(1, run_id).bind(2, q->text(0)).bind(5, q->integer(10));
+      if (!q->is_null(1)) first->bind(3, q->text(1));
+      if (!q->is_null(2)) first->bind(4, q->text(2));
+      if (first->step()) row["step"] = first->value(0);
+    }
+    row.erase("location_id");
+    add_site(row);
+    if (!row["headroom"].is_null()) rows.push_back(row);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["headroom"].get<double>() < b["headroom"].get<double>();
+  });
+  if (static_cast<int>(rows.size()) > count) rows.resize(count);
+  return rows;
+}
+
+/// The loss-scale history in one line, with its counts; null when the run recorded none.
+nlohmann::json loss_scale_of(const Database& db, int64_t run_id) {
+  auto q = db.prepare("SELECT step, scale, skipped FROM loss_scale WHERE run_id = ? ORDER BY step");
+  q->bind(1, run_id);
+  std::vector<std::pair<int64_t, double>> changes;
+  int64_t skipped = 0, recorded = 0;
+  double last = std::nan("");
+  while (q->step()) {
+    ++recorded;
+    skipped += q->integer(2);
+    const double scale = q->real(1);
+    if (!(scale == last)) changes.emplace_back(q->integer(0), scale);
+    last = scale;
+  }
+  if (recorded == 0) return nullptr;
+  std::string line = short_number(changes.front().second);
+  // One line: the start, then every change with its step; long histories keep both ends.
+  const size_t keep = 6;
+  for (size_t i = 1; i < changes.size(); ++i) {
+    if (changes.size() > 2 * keep + 1 && i == keep + 1) {
+      line += " -> ... (" + std::to_string(changes.size() - 2 * keep - 1) + " more)";
+      i = changes.size() - keep - 1;
+      continue;
+    }
+    line += " -> " + short_number(changes[i].second) + " @" + std::to_string(changes[i].first);
+  }
+  line += "; " + std::to_string(skipped) + " skipped step" + (skipped == 1 ? "" : "s");
+  return {
+      {"history", line}, {"changes", changes.size() - 1}, {"skipped", skipped}, {"final", last}, {"steps", recorded}};
+}
+
 nlohmann::json summary(const Databases& databases, int worst_sites) {
   nlohmann::json result = nlohmann::json::array();
   for (const auto& db : databases) {
@@ -169,81 +243,8 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
         out["first_error"] = nullptr;
       }
     }
-    {
-      // A bare column next to MAX() takes its value from the row holding the maximum (SQLite).
-      auto q = db->prepare(
-          "SELECT t.phase, t.op, t.name, l.function, l.file, l.line, MAX(COALESCE(t.max_abs, 0)) AS max_abs, "
-          "t.step, SUM(t.nan_count + t.inf_count) AS nonfinite, COUNT(DISTINCT t.step) AS steps_observed, "
-          "t.location_id "
-          "FROM tensor_stats t LEFT JOIN locations l ON l.run_id = t.run_id AND l.location_id = t.location_id "
-          "WHERE t.run_id = ? GROUP BY t.phase, t.op, t.name, t.location_id");
-      q->bind(1, run_id);
-      const double limit = precision_max(precision);
-      std::vector<nlohmann::json> rows;
-      while (q->step()) {
-        nlohmann::json row = q->row();
-        const double max_abs = q->real(6);
-        const bool nonfinite = q->integer(8) > 0;
-        row["headroom"] = nonfinite     ? nlohmann::json(0.0)
-                          : max_abs > 0 ? nlohmann::json(limit / max_abs)
-                                        : nlohmann::json();
-        row["nonfinite"] = q->integer(8);
-        // Where NaN/Inf decide the headroom, the step to look at is the first one that had them.
-        // (A separate query: a second min/max aggregate above would unpin the bare `step`.)
-        if (nonfinite) {
-          auto first = db->prepare(
-              "SELECT MIN(step) FROM tensor_stats WHERE run_id = ? AND phase = ? AND op IS ? AND name IS ? AND "
-              "location_id = ? AND nan_count + inf_count > 0");
-          first->bind(1, run_id).bind(2, q->text(0)).bind(5, q->integer(10));
-          if (!q->is_null(1)) first->bind(3, q->text(1));
-          if (!q->is_null(2)) first->bind(4, q->text(2));
-          if (first->step()) row["step"] = first->value(0);
-        }
-        row.erase("location_id");
-        add_site(row);
-        if (!row["headroom"].is_null()) rows.push_back(row);
-      }
-      std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-        return a["headroom"].get<double>() < b["headroom"].get<double>();
-      });
-      if (static_cast<int>(rows.size()) > worst_sites) rows.resize(worst_sites);
-      out["worst_sites"] = rows;
-    }
-    {
-      auto q = db->prepare("SELECT step, scale, skipped FROM loss_scale WHERE run_id = ? ORDER BY step");
-      q->bind(1, run_id);
-      std::vector<std::pair<int64_t, double>> changes;
-      int64_t skipped = 0, recorded = 0;
-      double last = std::nan("");
-      while (q->step()) {
-        ++recorded;
-        skipped += q->integer(2);
-        const double scale = q->real(1);
-        if (!(scale == last)) changes.emplace_back(q->integer(0), scale);
-        last = scale;
-      }
-      if (recorded == 0) {
-        out["loss_scale"] = nullptr;
-      } else {
-        std::string line = short_number(changes.front().second);
-        // One line: the start, then every change with its step; long histories keep both ends.
-        const size_t keep = 6;
-        for (size_t i = 1; i < changes.size(); ++i) {
-          if (changes.size() > 2 * keep + 1 && i == keep + 1) {
-            line += " -> ... (" + std::to_string(changes.size() - 2 * keep - 1) + " more)";
-            i = changes.size() - keep - 1;
-            continue;
-          }
-          line += " -> " + short_number(changes[i].second) + " @" + std::to_string(changes[i].first);
-        }
-        line += "; " + std::to_string(skipped) + " skipped step" + (skipped == 1 ? "" : "s");
-        out["loss_scale"] = {{"history", line},
-                             {"changes", changes.size() - 1},
-                             {"skipped", skipped},
-                             {"final", last},
-                             {"steps", recorded}};
-      }
-    }
+    out["worst_sites"] = worst_sites_of(*db, run_id, precision, worst_sites);
+    out["loss_scale"] = loss_scale_of(*db, run_id);
     result.push_back(out);
   }
   return result;
