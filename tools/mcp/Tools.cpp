@@ -33,10 +33,10 @@ Tool checked(Tool T) {
 std::vector<Tool> makeTools(const Sandbox &Box, const Settings &S) {
   ScanTools Scan = scanTools(Box, S);
   std::vector<Tool> Tools;
-  for (Tool &T :
+  for (const Tool &T :
        {Scan.ScanFile, Scan.ScanProject, explainCheckTool(), listChecksTool(), Scan.SuggestFix,
         queryAlertsTool(Box), runSummaryTool(Box), siteVerdictsTool(Box)})
-    Tools.push_back(checked(std::move(T)));
+    Tools.push_back(checked(T));
   return Tools;
 }
 
