@@ -30,18 +30,12 @@ std::string short_number(double value) {
 /// The site columns every row carries, from a row that has file/line/function.
 void add_site(nlohmann::json& row) { row["site"] = site_label(row); }
 
-/// `CASE column WHEN ?N THEN 0 WHEN ?N+1 THEN 1 ... ELSE count END`: sorts by the order of the
-/// names bind_names binds from parameter N on (the vocabulary's order, not a copy of it).
-std::string rank_in(const std::string& column, int first_parameter, size_t count) {
-  std::string sql = "CASE " + column;
-  for (size_t i = 0; i < count; ++i) {
-    sql += " WHEN ?" + std::to_string(first_parameter + static_cast<int>(i)) + " THEN " + std::to_string(i);
-  }
-  return sql + " ELSE " + std::to_string(count) + " END";
-}
-
-void bind_names(Statement& statement, int first_parameter, const std::vector<std::string>& names) {
-  for (size_t i = 0; i < names.size(); ++i) statement.bind(first_parameter + static_cast<int>(i), names[i]);
+/// ",A,B,C,": the names in their order, for an ORDER BY that ranks a column by its place in the
+/// list (instr), bound as a value: the vocabulary's order, not a copy of it in the SQL.
+std::string ranked_names(const std::vector<std::string>& names) {
+  std::string list = ",";
+  for (const std::string& name : names) list += name + ",";
+  return list;
 }
 
 const std::string kSiteVerdictsTable = "site_verdicts";
@@ -214,13 +208,11 @@ nlohmann::json summary(const Databases& databases, int worst_sites) {
                       {"last", q->value(4)}};
     }
     {
-      const std::vector<std::string> severities = severity_names();
+      // Most severe first: ?2 lists the severities in that order, unknown ones last.
       auto q = db->prepare(
           "SELECT type, severity, COUNT(*) FROM alerts WHERE run_id = ?1 GROUP BY type, severity "
-          "ORDER BY " +
-          rank_in("severity", 2, severities.size()) + ", type");
-      q->bind(1, run_id);
-      bind_names(*q, 2, severities);
+          "ORDER BY COALESCE(NULLIF(instr(?2, ',' || severity || ','), 0), length(?2)), type");
+      q->bind(1, run_id).bind(2, ranked_names(severity_names()));
       nlohmann::json counts = nlohmann::json::array();
       int64_t total = 0;
       while (q->step()) {
@@ -324,14 +316,12 @@ std::vector<int64_t> traced_steps(const Database& database) {
 nlohmann::json site_verdicts(const Database& db) {
   nlohmann::json rows = nlohmann::json::array();
   if (!db.has_table(kSiteVerdictsTable)) return rows;
-  const std::vector<std::string> verdicts = vocab::names<vocab::Verdict>();
+  // Most urgent verdict first: ?2 lists the verdicts in the vocabulary's order, unknown ones last.
   auto q = db.prepare(
       "SELECT site_id, check_name, verdict, file, line, function, steps_observed, worst_headroom, first_step, "
-      "value, evidence FROM " +
-      kSiteVerdictsTable + " WHERE run_id = ?1 ORDER BY " + rank_in("verdict", 2, verdicts.size()) +
-      ", file, line, site_id");
-  q->bind(1, db.run_id());
-  bind_names(*q, 2, verdicts);
+      "value, evidence FROM site_verdicts WHERE run_id = ?1 "
+      "ORDER BY COALESCE(NULLIF(instr(?2, ',' || verdict || ','), 0), length(?2)), file, line, site_id");
+  q->bind(1, db.run_id()).bind(2, ranked_names(vocab::names<vocab::Verdict>()));
   while (q->step()) {
     nlohmann::json row = q->row();
     row["rank"] = db.rank();
@@ -398,8 +388,7 @@ RunVerdicts newest_site_verdicts(const std::string& path) {
   }
   auto rows = prepared(
       "SELECT run_id, site_id, verdict, evidence, steps_observed, worst_headroom, first_step, value "
-      "FROM " +
-      kSiteVerdictsTable + " WHERE run_id = (SELECT MAX(run_id) FROM " + kSiteVerdictsTable + ")");
+      "FROM site_verdicts WHERE run_id = (SELECT MAX(run_id) FROM site_verdicts)");
   RunVerdicts out;
   while (next(*rows)) {
     out.run_id = rows->integer(0);
