@@ -62,7 +62,9 @@ bool Sandbox::contains(const std::string &P) const {
     llvm::StringRef Parent = path::parent_path(Abs);
     if (Parent == Abs)
       break;
-    Abs = Parent;
+    // The parent is a prefix of Abs: shorten it in place (assigning Abs a view into itself is
+    // what LLVM's assertions refuse, since the copy may reallocate the buffer it reads).
+    Abs.resize(Parent.size());
   }
   return false;
 }
