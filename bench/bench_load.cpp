@@ -153,7 +153,7 @@ void bench_dense_training(int steps, int layers, const std::filesystem::path& di
 void bench_writer_alone(const std::filesystem::path& directory) {
   constexpr int kRecords = 400000;
   std::printf("\nthe writer alone: one thread enqueues %d tensor records as fast as it can\n", kRecords);
-  mpnanny::MetricsWriter writer((directory / "writer.db").string(), mpnanny::RunInfo{0, 0, 1, "fp16", "{}", ""});
+  mpnanny::MetricsWriter writer((directory / "writer.db").string(), mpnanny::RunInfo{0, 0, 1, mpnanny::to_string(mpnanny::Precision::FP16), "{}", ""});
   mpnanny::TensorRecord record;
   record.op = "aten::addmm";
   record.dtype = "Float";

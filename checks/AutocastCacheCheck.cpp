@@ -16,7 +16,8 @@ void AutocastCacheCheck::registerCheckMatchers(MatchFinder *Finder) {
 
 static bool isAutocastSwitch(const CallExpr &Call) {
   const FunctionDecl *Callee = Call.getDirectCallee();
-  return Callee && llvm::StringRef(Callee->getQualifiedNameAsString()).starts_with("at::autocast::");
+  return Callee &&
+         llvm::StringRef(Callee->getQualifiedNameAsString()).starts_with("at::autocast::");
 }
 
 /// A loop over a model's parameters (`for (auto &p : model->parameters())`): the
@@ -186,7 +187,8 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
     else if (const auto *RD = T->getAsCXXRecordDecl())
       What = RD->getQualifiedNameAsString() + "::step";
   }
-  Subject About{Call, nullptr, "precision-loss", "warning", kb::toString(Why.Value)};
+  Subject About{Call, nullptr, "precision-loss", kb::toString(kb::Severity::Warning),
+                kb::toString(Why.Value)};
   report(Ctx, About, Call->getExprLoc(),
          What + " updates the weights while the " + kb::toString(Why.Value) +
              " weight cache survives: the cache is keyed by the weight's TensorImpl with no "

@@ -44,8 +44,7 @@ static std::optional<double> visibleLossScale(const Expr *Loss, ASTContext &Ctx,
     return V && *V > 1 ? V : std::nullopt;
   };
   if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Loss)) {
-    if (Op->getNumArgs() != 2 ||
-        (Op->getOperator() != OO_Star && Op->getOperator() != OO_Slash))
+    if (Op->getNumArgs() != 2 || (Op->getOperator() != OO_Star && Op->getOperator() != OO_Slash))
       return std::nullopt;
     if (Op->getOperator() == OO_Star)
       for (unsigned I = 0; I < 2; ++I)
@@ -128,15 +127,16 @@ void ClipBeforeUnscaleCheck::check(const MatchFinder::MatchResult &Result) {
     Why = Context.at(*Clip);
   // The scale the code shows (a static scale of 1024), else GradScaler's default.
   std::optional<double> Scale = visibleLossScale(*BackwardLoss, Ctx);
-  std::string ScaleText =
-      Scale ? formatNumber(*Scale) + " here" : std::string("65536 by default");
-  Subject About{Clip, nullptr, "precision-loss", "warning", kb::toString(Why.Value)};
+  std::string ScaleText = Scale ? formatNumber(*Scale) + " here" : std::string("65536 by default");
+  Subject About{Clip, nullptr, "precision-loss", kb::toString(kb::Severity::Warning),
+                kb::toString(Why.Value)};
   report(Ctx, About, Clip->getExprLoc(),
          Spelled + " clips gradients that are still multiplied by the loss scale (" + ScaleText +
              "): the threshold is compared with scaled values, so the clip "
              "shrinks every step or never applies",
          "unscale first: scaler.unscale_(optimizer) (or divide the gradients by the scale) "
-         "before " + Spelled + ", then scaler.step(optimizer)",
+         "before " +
+             Spelled + ", then scaler.step(optimizer)",
          Why);
 }
 

@@ -21,15 +21,16 @@ void Fp16ConstantRangeCheck::registerCheckMatchers(MatchFinder *Finder) {
                          .bind("setter"),
                      this);
   // Optimizers and modules built with an options object: its defaults apply unless set.
-  Finder->addMatcher(cxxConstructExpr(unless(isExpansionInSystemHeader()),
-                                      hasAnyArgument(hasType(cxxRecordDecl(matchesName("Options$")))))
-                         .bind("construct"),
-                     this);
-  Finder->addMatcher(cxxOperatorCallExpr(unless(isExpansionInSystemHeader()),
-                                         hasAnyOverloadedOperatorName("+", "-", "*", "+=", "-=",
-                                                                      "*="))
-                         .bind("arith"),
-                     this);
+  Finder->addMatcher(
+      cxxConstructExpr(unless(isExpansionInSystemHeader()),
+                       hasAnyArgument(hasType(cxxRecordDecl(matchesName("Options$")))))
+          .bind("construct"),
+      this);
+  Finder->addMatcher(
+      cxxOperatorCallExpr(unless(isExpansionInSystemHeader()),
+                          hasAnyOverloadedOperatorName("+", "-", "*", "+=", "-=", "*="))
+          .bind("arith"),
+      this);
 }
 
 void Fp16ConstantRangeCheck::check(const MatchFinder::MatchResult &Result) {
@@ -103,7 +104,7 @@ void Fp16ConstantRangeCheck::checkValueArguments(const CallExpr &Call, ASTContex
     });
     if (!V)
       continue;
-    Subject About{&Call, Op, "", "warning", Name};
+    Subject About{&Call, Op, "", kb::toString(kb::Severity::Warning), Name};
     if (overflows(V->Value, *Format)) {
       About.Risk = "overflow";
       report(Ctx, About, Arg->getBeginLoc(),
@@ -120,8 +121,8 @@ void Fp16ConstantRangeCheck::checkValueArguments(const CallExpr &Call, ASTContex
     } else {
       About.Risk = "underflow";
       report(Ctx, About, Arg->getBeginLoc(),
-             TC->spelled() + " " + VA.Role + " value " + spelled(*V) + " rounds to 0 in " +
-                 Name + " (smallest subnormal " + formatNumber(Limits.MinSubnormal) + ")",
+             TC->spelled() + " " + VA.Role + " value " + spelled(*V) + " rounds to 0 in " + Name +
+                 " (smallest subnormal " + formatNumber(Limits.MinSubnormal) + ")",
              std::string("use a value of at least ") + formatNumber(Limits.MinNormal) +
                  " (the smallest normal), or compute in fp32 with .to(torch::kFloat)",
              Why);
@@ -133,8 +134,8 @@ void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, AS
   const CXXMethodDecl *Method = Call.getMethodDecl();
   if (!Method || !Method->getIdentifier() || !Method->getParent()->getIdentifier())
     return;
-  const kb::OptionValue *Option = knowledgeBase()->findOption(
-      Method->getParent()->getName().str(), Method->getName().str());
+  const kb::OptionValue *Option =
+      knowledgeBase()->findOption(Method->getParent()->getName().str(), Method->getName().str());
   if (!Option)
     return;
   // Options configure modules and optimizers whose state has the parameters' type:
@@ -154,19 +155,20 @@ void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, AS
     return;
   const FormatLimits &Limits = limitsOf(Format);
   std::string Spelled = Option->Class + "::" + Option->Setter;
-  Subject About{&Call, nullptr, "underflow", "warning", kb::toString(Format)};
+  Subject About{&Call, nullptr, "underflow", kb::toString(kb::Severity::Warning),
+                kb::toString(Format)};
   if (flushesToZero(V->Value, Format))
     report(Ctx, About, Call.getArg(0)->getBeginLoc(),
            Spelled + "(" + spelled(*V) + ") is 0 in " + kb::toString(Format) +
-               ": below the smallest subnormal " + formatNumber(Limits.MinSubnormal) +
-               ", so the " + Option->Role + " no longer guards the division",
+               ": below the smallest subnormal " + formatNumber(Limits.MinSubnormal) + ", so the " +
+               Option->Role + " no longer guards the division",
            std::string("use ") + Option->Setter + "(1e-4) or larger in " + kb::toString(Format) +
                ", or keep fp32 master weights and optimizer state",
            Why);
   else
     report(Ctx, (About.Risk = "overflow", About), Call.getArg(0)->getBeginLoc(),
-           Spelled + "(" + spelled(*V) + ") cannot be represented in " +
-               kb::toString(Format) + " (largest finite value " + formatNumber(Limits.Max) + ")",
+           Spelled + "(" + spelled(*V) + ") cannot be represented in " + kb::toString(Format) +
+               " (largest finite value " + formatNumber(Limits.Max) + ")",
            "use a value within the format's range", Why);
 }
 
@@ -224,7 +226,8 @@ optionsWritten(const Expr *Arg, const ValueFlow &Flow) {
   return std::nullopt;
 }
 
-void Fp16ConstantRangeCheck::checkOptionDefaults(const Expr &Call, llvm::ArrayRef<const Expr *> Args,
+void Fp16ConstantRangeCheck::checkOptionDefaults(const Expr &Call,
+                                                 llvm::ArrayRef<const Expr *> Args,
                                                  std::optional<kb::Format> Format,
                                                  ASTContext &Ctx) {
   PrecisionReason Why = precisionContext(Ctx).at(Call);
@@ -233,8 +236,8 @@ void Fp16ConstantRangeCheck::checkOptionDefaults(const Expr &Call, llvm::ArrayRe
     // An optimizer's state has its parameters' type: the parameters it is given decide, not
     // the function around it (another instance of the model may be the half one).
     const FunctionDecl *F = precisionContext(Ctx).enclosingFunction(Call);
-    auto Of = F && F->getBody() ? parameterFormat(Params, *F, precisionContext(Ctx), Ctx)
-                                : std::nullopt;
+    auto Of =
+        F && F->getBody() ? parameterFormat(Params, *F, precisionContext(Ctx), Ctx) : std::nullopt;
     if (!Of || Of->Value == kb::Format::FP32)
       return;
     Format = Of->Value;
@@ -264,13 +267,13 @@ void Fp16ConstantRangeCheck::checkOptionDefaults(const Expr &Call, llvm::ArrayRe
       const char *Name = kb::toString(*Format);
       std::string Spelled = Option.Class + "::" + Option.Setter;
       Subject About{&Call, nullptr, flushesToZero(V, *Format) ? "underflow" : "overflow",
-                    "warning", Name};
-      SourceLocation At = isa<CXXDefaultArgExpr>(Arg->IgnoreImplicit()) ? Call.getBeginLoc()
-                                                                         : Arg->getBeginLoc();
+                    kb::toString(kb::Severity::Warning), Name};
+      SourceLocation At =
+          isa<CXXDefaultArgExpr>(Arg->IgnoreImplicit()) ? Call.getBeginLoc() : Arg->getBeginLoc();
       report(Ctx, About, At,
              Option.Class + "'s default " + Option.Setter + " " + formatNumber(V) +
-                 (flushesToZero(V, *Format) ? " is 0 in " : " cannot be represented in ") +
-                 Name + ": the " + Option.Role + " no longer guards what it should",
+                 (flushesToZero(V, *Format) ? " is 0 in " : " cannot be represented in ") + Name +
+                 ": the " + Option.Role + " no longer guards what it should",
              std::string("set it: .") + Option.Setter + "(1e-4) or larger in " + Name +
                  ", or compute in fp32 with .to(torch::kFloat)",
              Why);
@@ -310,13 +313,13 @@ void Fp16ConstantRangeCheck::checkEpsilonAddition(const CXXOperatorCallExpr &Op,
   if (Why.Value != kb::Precision::FP16 && Why.Value != kb::Precision::BF16)
     return; // under autocast the sum's type depends on the producer: not provable here
   std::optional<kb::Format> Known = Context.knownFormat(Tensor);
-  kb::Format Format = Known ? *Known
-                            : (Why.Value == kb::Precision::FP16 ? kb::Format::FP16
-                                                                : kb::Format::BF16);
+  kb::Format Format =
+      Known ? *Known : (Why.Value == kb::Precision::FP16 ? kb::Format::FP16 : kb::Format::BF16);
   auto V = hazardousValue(Constant, Ctx, [&](double X) { return flushesToZero(X, Format); });
   if (!V)
     return;
-  Subject About{&Op, nullptr, "underflow", "warning", kb::toString(Format)};
+  Subject About{&Op, nullptr, "underflow", kb::toString(kb::Severity::Warning),
+                kb::toString(Format)};
   report(Ctx, About, Constant->getBeginLoc(),
          "adding " + spelled(*V) + " to a " + kb::toString(Format) +
              " tensor is no protection: the sum rounds back to 0 where the tensor is 0 (" +
@@ -373,16 +376,16 @@ void Fp16ConstantRangeCheck::checkOutOfRangeOperand(const CXXOperatorCallExpr &O
   const char *Name = kb::toString(Format);
   std::string Value = spelled(*V);
   std::string Limit = formatNumber(limitsOf(Format).Max);
-  Subject About{&Op, nullptr, "overflow", "warning", Name};
+  Subject About{&Op, nullptr, "overflow", kb::toString(kb::Severity::Warning), Name};
   report(Ctx, About, Constant->getBeginLoc(),
          Multiplies
              ? "multiplying a " + std::string(Name) + " tensor by " + Value + ", which " + Name +
                    " cannot represent (largest finite value " + Limit +
                    "): the product is inf wherever the tensor is not 0, and NaN (0 * inf) "
-                   "where it is 0 on kernels that round the scalar to " + Name
-             : additionPhrase(Op, Constant, Value, Name) + ": " + Name +
-                   " cannot represent " + Value + " (largest finite value " + Limit +
-                   "), so the result is inf",
+                   "where it is 0 on kernels that round the scalar to " +
+                   Name
+             : additionPhrase(Op, Constant, Value, Name) + ": " + Name + " cannot represent " +
+                   Value + " (largest finite value " + Limit + "), so the result is inf",
          std::string("use a value within ") + Limit +
              ", e.g. -1e4 for an additive attention mask in fp16 (exp(-1e4) is already 0), "
              "or compute in fp32 with .to(torch::kFloat)",

@@ -64,9 +64,9 @@ bool GradScalerConfigCheck::mixedPrecision(ASTContext &Ctx) {
 void GradScalerConfigCheck::registerCheckMatchers(MatchFinder *Finder) {
   auto User = unless(isExpansionInSystemHeader());
   auto Scaler = cxxRecordDecl(matchesName(ScalerName));
-  Finder->addMatcher(cxxConstructExpr(User, hasDeclaration(cxxConstructorDecl(ofClass(Scaler))))
-                         .bind("construct"),
-                     this);
+  Finder->addMatcher(
+      cxxConstructExpr(User, hasDeclaration(cxxConstructorDecl(ofClass(Scaler)))).bind("construct"),
+      this);
   Finder->addMatcher(initListExpr(User).bind("init"), this);
   Finder->addMatcher(
       cxxMemberCallExpr(User, argumentCountIs(1), callee(cxxMethodDecl(ofClass(Scaler))))
@@ -75,12 +75,10 @@ void GradScalerConfigCheck::registerCheckMatchers(MatchFinder *Finder) {
   Finder->addMatcher(varDecl(User).bind("var"), this);
   Finder->addMatcher(fieldDecl(User, hasInClassInitializer(expr())).bind("field"), this);
   Finder->addMatcher(binaryOperator(User, isAssignmentOperator()).bind("assign"), this);
-  Finder->addMatcher(cxxOperatorCallExpr(User, hasAnyOverloadedOperatorName("*", "*="))
-                         .bind("product"),
-                     this);
-  Finder->addMatcher(cxxMemberCallExpr(User, callee(cxxMethodDecl(hasAnyName("mul", "mul_"))))
-                         .bind("mul"),
-                     this);
+  Finder->addMatcher(
+      cxxOperatorCallExpr(User, hasAnyOverloadedOperatorName("*", "*=")).bind("product"), this);
+  Finder->addMatcher(
+      cxxMemberCallExpr(User, callee(cxxMethodDecl(hasAnyName("mul", "mul_")))).bind("mul"), this);
   Finder->addMatcher(
       cxxMemberCallExpr(User, callee(cxxMethodDecl(hasAnyName("unscale_", "step"),
                                                    ofClass(hasName("::mpnanny::GradScaler")))))
@@ -212,7 +210,7 @@ void GradScalerConfigCheck::checkSetting(llvm::StringRef Name, const Expr *Value
   if (Why.Value == kb::Precision::FP32)
     Why = {};
   Subject About{&At, nullptr, *Which == Setting::GrowthInterval ? "precision-loss" : "overflow",
-                "warning", "fp16"};
+                kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)};
   if (*Which == Setting::InitScale && *V < 1)
     About.Risk = "underflow";
   report(Ctx, About, Value->getBeginLoc(), Message, Defaults, Why);
@@ -233,7 +231,8 @@ void GradScalerConfigCheck::checkStaticScale(const Expr &Product, const Expr *Te
     return;
   if (Known == kb::Format::FP16 && Why.Value != kb::Precision::FP16)
     Why = {kb::Precision::FP16, Tensor->getBeginLoc(), "this tensor is fp16"};
-  Subject About{&Product, nullptr, "overflow", "warning", "fp16"};
+  Subject About{&Product, nullptr, "overflow", kb::toString(kb::Severity::Warning),
+                kb::toString(kb::Format::FP16)};
   report(Ctx, About, Factor->getBeginLoc(),
          "static loss scale " + formatNumber(*V) +
              " multiplied into an fp16 loss is above fp16's largest finite value 65504: the "
@@ -268,7 +267,8 @@ void GradScalerConfigCheck::checkUnscale(const CXXMemberCallExpr &Call, ASTConte
   auto Format = parameterFormat(Params, *F, Context, Ctx);
   if (!Format || Format->Value != kb::Format::FP16)
     return;
-  Subject About{&Call, nullptr, "banned", "error", "fp16"};
+  Subject About{&Call, nullptr, "banned", kb::toString(kb::Severity::Error),
+                kb::toString(kb::Format::FP16)};
   PrecisionReason Why{kb::Precision::FP16, Format->Where, Format->Why};
   report(Ctx, About, Call.getExprLoc(),
          "mpnanny::GradScaler::" + Method.str() +

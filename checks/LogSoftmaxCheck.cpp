@@ -90,9 +90,9 @@ void LogSoftmaxCheck::check(const MatchFinder::MatchResult &Result) {
   double Flush = limitsOf(Format).flushBelow();
 
   std::string Message = LogCall->spelled() + " of " + SoftmaxCall->spelled() +
-                        " probabilities (computed in " + FormatName +
-                        "): a probability below " + formatNumber(Flush) + " is exactly 0 in " +
-                        FormatName + " and log(0) = -inf, whose gradient is NaN";
+                        " probabilities (computed in " + FormatName + "): a probability below " +
+                        formatNumber(Flush) + " is exactly 0 in " + FormatName +
+                        " and log(0) = -inf, whose gradient is NaN";
   if (Found->Eps) {
     if (*Found->Eps < Flush)
       Message += "; the added " + formatNumber(*Found->Eps) + " is 0 in " + FormatName +
@@ -111,18 +111,19 @@ void LogSoftmaxCheck::check(const MatchFinder::MatchResult &Result) {
           "nll_loss in one, computed without forming the probabilities";
     ReportedThroughLoss.insert(Log);
   } else {
-    std::string Stable = SoftmaxCall->Kind == Spelling::Module
-                             ? std::string("torch::nn::LogSoftmax")
-                             : SoftmaxCall->spelled().substr(
-                                   0, SoftmaxCall->spelled().size() - 7) + "log_softmax";
-    Fix = "use " + Stable + " (same dim and dtype): it computes x - logsumexp(x) without forming the "
+    std::string Stable =
+        SoftmaxCall->Kind == Spelling::Module
+            ? std::string("torch::nn::LogSoftmax")
+            : SoftmaxCall->spelled().substr(0, SoftmaxCall->spelled().size() - 7) + "log_softmax";
+    Fix = "use " + Stable +
+          " (same dim and dtype): it computes x - logsumexp(x) without forming the "
           "probabilities";
     if (Found->Plain &&
         (LogCall->Kind == Spelling::Function || LogCall->Kind == Spelling::Method) &&
         (SoftmaxCall->Kind == Spelling::Function || SoftmaxCall->Kind == Spelling::Method))
       Exact = logSoftmaxFix(*Log, *Found->Softmax, Ctx);
   }
-  Subject About{Call, Op, "underflow", "warning", FormatName};
+  Subject About{Call, Op, "underflow", kb::toString(kb::Severity::Warning), FormatName};
   report(Ctx, About, Call->getExprLoc(), Message, Fix, Why, Exact);
 }
 

@@ -15,9 +15,9 @@ void LossInHalfCheck::registerCheckMatchers(MatchFinder *Finder) {
   // Built-in losses: the knowledge-base ops with `check: mpnanny-loss-in-half`.
   Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
   // Hand-written losses: where a value becomes the loss.
-  Finder->addMatcher(varDecl(unless(isExpansionInSystemHeader()), hasInitializer(expr().bind("init")))
-                         .bind("var"),
-                     this);
+  Finder->addMatcher(
+      varDecl(unless(isExpansionInSystemHeader()), hasInitializer(expr().bind("init"))).bind("var"),
+      this);
   Finder->addMatcher(cxxOperatorCallExpr(unless(isExpansionInSystemHeader()),
                                          hasOverloadedOperatorName("="), argumentCountIs(2))
                          .bind("assign"),
@@ -59,8 +59,7 @@ void LossInHalfCheck::check(const MatchFinder::MatchResult &Result) {
   if (const auto *Backward = Result.Nodes.getNodeAs<CXXMemberCallExpr>("backward")) {
     const Expr *Object = Backward->getImplicitObjectArgument();
     // `loss.backward()` on a variable: the variable's definition is where it is judged.
-    if (Object && isTensorType(Object->getType()) &&
-        !isa<DeclRefExpr>(ignoreConversions(Object)))
+    if (Object && isTensorType(Object->getType()) && !isa<DeclRefExpr>(ignoreConversions(Object)))
       checkHandWritten(*Object, Object->getBeginLoc(), "passed to backward()", Ctx);
     return;
   }
@@ -82,9 +81,8 @@ static bool requestsSumReduction(const TorchCall &Call) {
     visitDescendants(Arg, [&](const Stmt *S) {
       if (const auto *Ref = dyn_cast<DeclRefExpr>(S)) {
         const ValueDecl *D = Ref->getDecl();
-        Found = D->getIdentifier() &&
-                (D->getName() == "kSum" || D->getName() == "kBatchMean" ||
-                 (isa<EnumConstantDecl>(D) && D->getName() == "Sum"));
+        Found = D->getIdentifier() && (D->getName() == "kSum" || D->getName() == "kBatchMean" ||
+                                       (isa<EnumConstantDecl>(D) && D->getName() == "Sum"));
       }
       return !Found;
     });
@@ -98,9 +96,9 @@ static bool smoothsLabels(const TorchCall &Call, const ASTContext &Ctx) {
   for (const Expr *Arg : Call.Args)
     visitDescendants(Arg, [&](const Stmt *S) {
       if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S))
-        if (const CXXMethodDecl *M = Member->getMethodDecl();
-            M && M->getIdentifier() && M->getName() == "label_smoothing" &&
-            Member->getNumArgs() == 1) {
+        if (const CXXMethodDecl *M = Member->getMethodDecl(); M && M->getIdentifier() &&
+                                                              M->getName() == "label_smoothing" &&
+                                                              Member->getNumArgs() == 1) {
           auto Value = evaluateNumber(Member->getArg(0), Ctx);
           Found = !Value || *Value != 0;
         }
@@ -140,8 +138,9 @@ void LossInHalfCheck::checkReducedTotal(const CallExpr &Call, ASTContext &Ctx) {
       continue;
     std::string PrecisionName = kb::toString(*Format);
     std::string Spelled = TC->spelled();
-    report(Ctx, Subject{&Call, Op, "overflow", "warning", PrecisionName}, Call.getExprLoc(),
-           expand(R.Message, Spelled, PrecisionName), expand(R.Fix, Spelled, PrecisionName), Why);
+    report(Ctx, Subject{&Call, Op, "overflow", kb::toString(kb::Severity::Warning), PrecisionName},
+           Call.getExprLoc(), expand(R.Message, Spelled, PrecisionName),
+           expand(R.Fix, Spelled, PrecisionName), Why);
     return;
   }
 }
@@ -160,8 +159,8 @@ static bool isArithmetic(llvm::StringRef Name) {
       .Default(false);
 }
 
-void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
-                                       llvm::StringRef What, ASTContext &Ctx) {
+void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc, llvm::StringRef What,
+                                       ASTContext &Ctx) {
   const Expr *E = ignoreConversions(&Value);
   if (!E || !isTensorType(E->getType()))
     return;
@@ -178,11 +177,11 @@ void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
       Square = true;
     if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S)) {
       switch (Op->getOperator()) {
-      case OO_Plus: case OO_Minus: case OO_Star: case OO_Slash:
-        Arithmetic = Arithmetic || isTensorType(Op->getType());
-        break;
-      default:
-        break;
+      case OO_Plus:
+      case OO_Minus:
+      case OO_Star:
+      case OO_Slash: Arithmetic = Arithmetic || isTensorType(Op->getType()); break;
+      default: break;
       }
     }
     if (const auto *Call = dyn_cast<CallExpr>(S))
@@ -228,7 +227,9 @@ void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc,
   std::string Fix = "compute the loss in fp32: upcast the operands first, e.g. "
                     "(pred.to(torch::kFloat) - target.to(torch::kFloat)).pow(2).mean(), or use "
                     "the built-in loss under autocast, which computes it in fp32";
-  report(Ctx, Subject{E, knowledgeBase()->findById(Sum ? "sum" : "mean"), "overflow", "warning", "fp16"},
+  report(Ctx,
+         Subject{E, knowledgeBase()->findById(Sum ? "sum" : "mean"), "overflow",
+                 kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)},
          Loc, Message, Fix, Why);
 }
 

@@ -14,11 +14,11 @@ void MasterWeightsCheck::registerCheckMatchers(MatchFinder *Finder) {
                                       hasDeclaration(cxxConstructorDecl(ofClass(Optimizer))))
                          .bind("construct"),
                      this);
-  Finder->addMatcher(callExpr(unless(isExpansionInSystemHeader()),
-                              callee(functionDecl(hasAnyName("::std::make_shared",
-                                                             "::std::make_unique"))))
-                         .bind("make"),
-                     this);
+  Finder->addMatcher(
+      callExpr(unless(isExpansionInSystemHeader()),
+               callee(functionDecl(hasAnyName("::std::make_shared", "::std::make_unique"))))
+          .bind("make"),
+      this);
 }
 
 void MasterWeightsCheck::check(const MatchFinder::MatchResult &Result) {
@@ -45,7 +45,7 @@ void MasterWeightsCheck::check(const MatchFinder::MatchResult &Result) {
     Optimizer = RD->getQualifiedNameAsString();
   bool Bf16 = Format->Value == kb::Format::BF16;
   const char *Name = kb::toString(Format->Value);
-  Subject About{Construction, nullptr, "precision-loss", "warning", Name};
+  Subject About{Construction, nullptr, "precision-loss", kb::toString(kb::Severity::Warning), Name};
   PrecisionReason Why{Bf16 ? kb::Precision::BF16 : kb::Precision::FP16, Format->Where, Format->Why};
   report(Ctx, About, Construction->getBeginLoc(),
          Optimizer + " updates " + Name +

@@ -9,10 +9,10 @@ using namespace clang::ast_matchers;
 namespace clang::tidy::mpnanny {
 
 void MissingGradScalerCheck::registerCheckMatchers(MatchFinder *Finder) {
-  Finder->addMatcher(callExpr(unless(isExpansionInSystemHeader()),
-                              callee(functionDecl(hasName("backward"))))
-                         .bind("backward"),
-                     this);
+  Finder->addMatcher(
+      callExpr(unless(isExpansionInSystemHeader()), callee(functionDecl(hasName("backward"))))
+          .bind("backward"),
+      this);
 }
 
 static bool isFp16(kb::Precision P) {
@@ -26,11 +26,13 @@ void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
   if (!Loss)
     return;
   const PrecisionContext &Context = precisionContext(Ctx);
-  std::string Spelled = isa<CXXMemberCallExpr>(Call) ? "Tensor::backward" : "torch::autograd::backward";
+  std::string Spelled =
+      isa<CXXMemberCallExpr>(Call) ? "Tensor::backward" : "torch::autograd::backward";
 
   PrecisionReason AtBackward = Context.at(*Call);
   if (kb::isAutocast(AtBackward.Value)) {
-    Subject About{Call, nullptr, "precision-loss", "warning", kb::toString(AtBackward.Value)};
+    Subject About{Call, nullptr, "precision-loss", kb::toString(kb::Severity::Warning),
+                  kb::toString(AtBackward.Value)};
     report(Ctx, About, Call->getExprLoc(),
            Spelled + "() runs while " + kb::toString(AtBackward.Value) +
                " is still enabled: PyTorch recommends leaving autocast before backward, whose "
@@ -78,7 +80,8 @@ void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
       return;
     Producer = *Fp16;
   }
-  Subject About{Call, nullptr, "underflow", "warning", "fp16"};
+  Subject About{Call, nullptr, "underflow", kb::toString(kb::Severity::Warning),
+                kb::toString(kb::Format::FP16)};
   report(Ctx, About, Call->getExprLoc(),
          Spelled + "() on a loss whose forward ran in " + kb::toString(Producer.Value) +
              " with no loss scaling: gradients below 2.98e-8 (half of fp16's smallest "

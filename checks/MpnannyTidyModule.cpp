@@ -13,28 +13,33 @@
 #include "SoftmaxDtypeCheck.h"
 #include "UnsafeMathCheck.h"
 #include "UnscaledSumCheck.h"
+#include "Vocabulary.h"
 #include "clang-tidy/ClangTidyModule.h"
 #include "clang-tidy/ClangTidyModuleRegistry.h"
 
 namespace clang::tidy::mpnanny {
 
+namespace vocab = ::mpnanny::vocab;
+
 class MpnannyModule : public ClangTidyModule {
 public:
+  // Each check under its name in the vocabulary (common/), which the tools share.
   void addCheckFactories(ClangTidyCheckFactories &Factories) override {
-    Factories.registerCheck<AutocastCacheCheck>("mpnanny-autocast-cache");
-    Factories.registerCheck<ClipBeforeUnscaleCheck>("mpnanny-clip-before-unscale");
-    Factories.registerCheck<Fp16ConstantRangeCheck>("mpnanny-fp16-constant-range");
-    Factories.registerCheck<GradScalerConfigCheck>("mpnanny-grad-scaler-config");
-    Factories.registerCheck<LogSoftmaxCheck>("mpnanny-log-softmax");
-    Factories.registerCheck<LossInHalfCheck>("mpnanny-loss-in-half");
-    Factories.registerCheck<MasterWeightsCheck>("mpnanny-master-weights");
-    Factories.registerCheck<MissingGradScalerCheck>("mpnanny-missing-grad-scaler");
-    Factories.registerCheck<NaiveSoftmaxCheck>("mpnanny-naive-softmax");
-    Factories.registerCheck<NormInHalfCheck>("mpnanny-norm-in-half");
-    Factories.registerCheck<RiskyOpCheck>("mpnanny-risky-op");
-    Factories.registerCheck<SoftmaxDtypeCheck>("mpnanny-softmax-dtype");
-    Factories.registerCheck<UnsafeMathCheck>("mpnanny-unsafe-math");
-    Factories.registerCheck<UnscaledSumCheck>("mpnanny-unscaled-sum");
+    using vocab::Check;
+    Factories.registerCheck<AutocastCacheCheck>(vocab::name(Check::AutocastCache));
+    Factories.registerCheck<ClipBeforeUnscaleCheck>(vocab::name(Check::ClipBeforeUnscale));
+    Factories.registerCheck<Fp16ConstantRangeCheck>(vocab::name(Check::Fp16ConstantRange));
+    Factories.registerCheck<GradScalerConfigCheck>(vocab::name(Check::GradScalerConfig));
+    Factories.registerCheck<LogSoftmaxCheck>(vocab::name(Check::LogSoftmax));
+    Factories.registerCheck<LossInHalfCheck>(vocab::name(Check::LossInHalf));
+    Factories.registerCheck<MasterWeightsCheck>(vocab::name(Check::MasterWeights));
+    Factories.registerCheck<MissingGradScalerCheck>(vocab::name(Check::MissingGradScaler));
+    Factories.registerCheck<NaiveSoftmaxCheck>(vocab::name(Check::NaiveSoftmax));
+    Factories.registerCheck<NormInHalfCheck>(vocab::name(Check::NormInHalf));
+    Factories.registerCheck<RiskyOpCheck>(vocab::name(Check::RiskyOp));
+    Factories.registerCheck<SoftmaxDtypeCheck>(vocab::name(Check::SoftmaxDtype));
+    Factories.registerCheck<UnsafeMathCheck>(vocab::name(Check::UnsafeMath));
+    Factories.registerCheck<UnscaledSumCheck>(vocab::name(Check::UnscaledSum));
   }
 };
 

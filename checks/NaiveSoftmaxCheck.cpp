@@ -83,8 +83,8 @@ std::string textOf(const Expr *E, const ASTContext &Ctx) {
 /// The rewrite to torch::softmax(x, dim), when it is exact: both exps and the sum
 /// written inline, the sum over one dim with keepdim true and nothing else.
 std::optional<FixItHint> softmaxFix(const Expr &Division, const Expr *Numerator,
-                                    const Expr *Denominator, const OpCall &Exp,
-                                    const OpCall &Sum, const ASTContext &Ctx) {
+                                    const Expr *Denominator, const OpCall &Exp, const OpCall &Sum,
+                                    const ASTContext &Ctx) {
   if (ignoreConversions(Numerator) != Exp.Call || ignoreConversions(Denominator) != Sum.Call)
     return std::nullopt;
   if (!isa<CallExpr>(ignoreConversions(Sum.TC.Self)))
@@ -177,12 +177,14 @@ void NaiveSoftmaxCheck::checkDivision(const Expr &Division, const Expr *Numerato
   if (Arg.isBoundedAbove() && !Arg.mayExceed(Limit))
     return;
   std::string Message = "softmax written as exp(x) / exp(x).sum() without subtracting the "
-                        "maximum: " + Exp->TC.spelled() +
+                        "maximum: " +
+                        Exp->TC.spelled() +
                         " in fp16 overflows to inf for x > 11.09 (exp(11.09) = 65504), and "
                         "inf / inf is NaN";
   if (Arg.isBoundedAbove())
     Message += "; here x reaches " + formatNumber(Arg.Hi);
-  Subject About{&Division, KB.findById("exp"), "overflow", "warning", "fp16"};
+  Subject About{&Division, KB.findById("exp"), "overflow", kb::toString(kb::Severity::Warning),
+                kb::toString(kb::Format::FP16)};
   report(Ctx, About, Division.getExprLoc(), Message,
          "use torch::softmax(x, dim) (it subtracts the row maximum), or shift first: "
          "x - x.amax(dim, /*keepdim=*/true)",

@@ -16,11 +16,11 @@ void NormInHalfCheck::registerCheckMatchers(MatchFinder *Finder) {
   // mean for hand-written statistics; var and batch_norm through the knowledge base.
   Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
   Finder->addMatcher(fieldDecl(unless(isExpansionInSystemHeader())).bind("field"), this);
-  Finder->addMatcher(
-      cxxMemberCallExpr(unless(isExpansionInSystemHeader()),
-                        callee(cxxMethodDecl(hasName("to"), ofClass(hasName("::torch::nn::Module")))))
-          .bind("to"),
-      this);
+  Finder->addMatcher(cxxMemberCallExpr(unless(isExpansionInSystemHeader()),
+                                       callee(cxxMethodDecl(
+                                           hasName("to"), ofClass(hasName("::torch::nn::Module")))))
+                         .bind("to"),
+                     this);
 }
 
 void NormInHalfCheck::onStartOfTranslationUnit() {
@@ -141,7 +141,8 @@ void NormInHalfCheck::checkConversion(const CXXMemberCallExpr &To, ASTContext &C
     std::string Spelled = "torch::nn::" + RD->getName().drop_back(4).str();
     PrecisionReason Why{*Format == kb::Format::FP16 ? kb::Precision::FP16 : kb::Precision::BF16,
                         SourceLocation(), ""};
-    report(Ctx, Subject{&To, Op, kb::toString(R.Kind), kb::toString(R.Level), kb::toString(*Format)},
+    report(Ctx,
+           Subject{&To, Op, kb::toString(R.Kind), kb::toString(R.Level), kb::toString(*Format)},
            To.getExprLoc(), expand(R.Message, Spelled, kb::toString(*Format)),
            expand(R.Fix, Spelled, kb::toString(*Format)), Why);
     return;
@@ -166,11 +167,11 @@ void NormInHalfCheck::onEndOfTranslationUnit() {
       auto Module = moduleHeldBy(Field->getType());
       std::string Spelled = "torch::nn::" + Module.value_or("BatchNorm");
       // Where the model is converted: in this file, or another one of the project.
-      PrecisionReason Why = PC.moduleConversionReason(Model).value_or(PrecisionReason{
-          *Format == kb::Format::FP16 ? kb::Precision::FP16 : kb::Precision::BF16,
-          SourceLocation(), ""});
-      std::string Message = "member '" + Field->getNameAsString() + "': " +
-                            expand(R.Message, Spelled, kb::toString(*Format));
+      PrecisionReason Why = PC.moduleConversionReason(Model).value_or(
+          PrecisionReason{*Format == kb::Format::FP16 ? kb::Precision::FP16 : kb::Precision::BF16,
+                          SourceLocation(), ""});
+      std::string Message = "member '" + Field->getNameAsString() +
+                            "': " + expand(R.Message, Spelled, kb::toString(*Format));
       report(*Context,
              Subject{Field->getInClassInitializer(), Op, kb::toString(R.Kind),
                      kb::toString(R.Level), kb::toString(*Format)},
@@ -209,7 +210,8 @@ void NormInHalfCheck::checkStatistic(const CallExpr &Mean, ASTContext &Ctx) {
   if (feedsLoss(Mean, Ctx))
     return;
   std::optional<kb::Format> Format;
-  bool Autocast = Why.Value == kb::Precision::AutocastFP16 || Why.Value == kb::Precision::AutocastBF16;
+  bool Autocast =
+      Why.Value == kb::Precision::AutocastFP16 || Why.Value == kb::Precision::AutocastBF16;
   if (Sq->Call) {
     // pow and square: autocast runs them in fp32; elsewhere the input's type decides.
     Format = PC.computeFormatOf(*Sq->Call, lookupOp(*Sq->Call, *knowledgeBase()));
@@ -233,7 +235,8 @@ void NormInHalfCheck::checkStatistic(const CallExpr &Mean, ASTContext &Ctx) {
                     "the normalized result back with .to(x.scalar_type()); a dtype on mean() "
                     "comes too late, the square is already inf";
   report(Ctx,
-         Subject{&Mean, knowledgeBase()->findById("mean"), "overflow", "warning", "fp16"},
+         Subject{&Mean, knowledgeBase()->findById("mean"), "overflow",
+                 kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)},
          Mean.getExprLoc(), Message, Fix, Why);
 }
 

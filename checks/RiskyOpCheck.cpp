@@ -34,7 +34,7 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
   if (!TC)
     return;
   const kb::Op *Op = lookupOp(*TC, *knowledgeBase());
-  if (!Op || Op->Risks.empty() || Op->Check != "mpnanny-risky-op")
+  if (!Op || Op->Risks.empty() || Op->Check != vocab::name(vocab::Check::RiskyOp))
     return;
   // x.pow(2).mean(): the square of a hand-written statistic is reported once, as the
   // statistic, by mpnanny-norm-in-half (or mpnanny-loss-in-half for a loss).
@@ -53,10 +53,10 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
     if (R.Level == kb::Severity::Note)
       continue;
     // A banned op raises only under autocast; elsewhere its other risks apply.
-    bool Applies = R.Kind == kb::RiskKind::Banned
-                       ? !Format
-                       : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) !=
-                                       R.Formats.end();
+    bool Applies =
+        R.Kind == kb::RiskKind::Banned
+            ? !Format
+            : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) != R.Formats.end();
     if (Applies) {
       Hit = &R;
       break;
@@ -77,8 +77,7 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
   std::string PrecisionName = Format ? kb::toString(*Format) : kb::toString(Why.Value);
   std::string Spelled = TC->spelled();
   Subject About{Call, Op, kb::toString(Hit->Kind), kb::toString(Hit->Level), PrecisionName};
-  report(*Result.Context, About, Call->getExprLoc(),
-         expand(Hit->Message, Spelled, PrecisionName),
+  report(*Result.Context, About, Call->getExprLoc(), expand(Hit->Message, Spelled, PrecisionName),
          expand(Hit->Fix, Spelled, PrecisionName), Why);
 }
 

@@ -43,12 +43,52 @@ std::string twoDecimals(double V) {
   std::snprintf(Buf, sizeof Buf, "%.2f", V);
   return Buf;
 }
+/// What goes wrong when the argument of Kind lies in Arg ("" when nothing does); may add to
+/// Guard, and sets Risk for a result that overflows rather than leaves the domain.
+std::string domainHazard(MathKind Kind, const Interval &Arg, const std::string &Spelled,
+                         const char *Name, std::string &Guard, std::string &Risk) {
+  std::string Message;
+  if (Arg.mayBeNegative() &&
+      (Kind == MathKind::Log || Kind == MathKind::Sqrt || Kind == MathKind::Rsqrt)) {
+    Message = Spelled + " of a value that may be negative in " + Name + ": it lies in " +
+              withOrigin(Arg) + ", and " + Spelled + " of a negative number is NaN";
+  } else if (Arg.mayBeZero()) {
+    switch (Kind) {
+    case MathKind::Log:
+      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
+                withOrigin(Arg) + ", and log(0) = -inf with an inf gradient";
+      Guard += "; for the log of a probability use log_softmax or logsigmoid";
+      break;
+    case MathKind::Sqrt:
+      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
+                withOrigin(Arg) +
+                "; sqrt(0) is 0 but its gradient 1/(2*sqrt(x)) is inf, "
+                "so backward gives NaN";
+      break;
+    case MathKind::Rsqrt:
+      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
+                withOrigin(Arg) + ", and rsqrt(0) = inf";
+      break;
+    case MathKind::Reciprocal:
+    case MathKind::NegativePow:
+      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
+                withOrigin(Arg) +
+                (Kind == MathKind::Reciprocal ? ", and 1 / 0 = inf"
+                                              : ", and a negative power of 0 is inf");
+      Risk = "overflow";
+      break;
+    default: return "";
+    }
+  }
+  return Message;
+}
+
 } // namespace
 
 UnsafeMathCheck::UnsafeMathCheck(StringRef Name, ClangTidyContext *Context)
     : MpnannyCheck(Name, Context),
-      LogSoftmaxEnabled(Context->isCheckEnabled("mpnanny-log-softmax")),
-      RiskyOpEnabled(Context->isCheckEnabled("mpnanny-risky-op")) {}
+      LogSoftmaxEnabled(Context->isCheckEnabled(vocab::name(vocab::Check::LogSoftmax))),
+      RiskyOpEnabled(Context->isCheckEnabled(vocab::name(vocab::Check::RiskyOp))) {}
 
 void UnsafeMathCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (!knowledgeBase())
@@ -68,7 +108,7 @@ void UnsafeMathCheck::onStartOfTranslationUnit() {
 /// mpnanny-risky-op reports this call already (an op it owns, with a warning-level
 /// risk in this format): one finding per call is enough.
 bool UnsafeMathCheck::riskyOpReports(const kb::Op &Op, kb::Format F) const {
-  if (!RiskyOpEnabled || Op.Check != "mpnanny-risky-op")
+  if (!RiskyOpEnabled || Op.Check != vocab::name(vocab::Check::RiskyOp))
     return false;
   return std::any_of(Op.Risks.begin(), Op.Risks.end(), [F](const kb::Risk &R) {
     return R.Level != kb::Severity::Note && R.Kind != kb::RiskKind::Banned &&
@@ -104,7 +144,8 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
   PrecisionReason Why = Context.at(*Call);
   if (Why.Value == kb::Precision::FP32)
     return;
-  if (Op->Check != "mpnanny-unsafe-math" && Op->Check != "mpnanny-risky-op")
+  if (Op->Check != vocab::name(vocab::Check::UnsafeMath) &&
+      Op->Check != vocab::name(vocab::Check::RiskyOp))
     return;
   if (std::optional<kb::Format> Computed = Context.computeFormatOf(*TC, Op);
       Computed && riskyOpReports(*Op, *Computed))
@@ -117,46 +158,7 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
   Interval Arg = Ranges->rangeOf(TC->Self);
 
   if (*Kind == MathKind::Exp) {
-    kb::Format F = Ranges->formatOf(Call);
-    const FormatLimits &L = limitsOf(F);
-    double Limit = std::log(L.Max);
-    if (Arg.isBoundedAbove() && !Arg.mayExceed(Limit))
-      return;
-    const char *Name = kb::toString(F);
-    std::string Fix = "subtract the maximum first (x - x.amax(dim, true)), keep the argument "
-                      "below " + twoDecimals(Limit) +
-                      ", or compute in fp32: torch::exp(x.to(torch::kFloat))";
-    Subject About{Call, Op, "overflow", "warning", Name};
-    if (Arg.isBoundedAbove()) {
-      report(Ctx, About, Call->getExprLoc(),
-             Spelled + " in " + Name + " overflows to inf: its argument reaches " +
-                 formatNumber(Arg.Hi) + ", above " + twoDecimals(Limit) + " = ln(" +
-                 formatNumber(L.Max) + "), " + Name +
-                 "'s largest finite value; the argument lies in " + withOrigin(Arg),
-             Fix, Why);
-      return;
-    }
-    // The analysis knows the argument and that nothing bounds it above (a ReLU, an abs,
-    // another exp): it can pass any limit. An argument of unknown range is not reported:
-    // on the labelled corpus that flagged a third of the fp16 exps the checks call safe
-    // (max-shifted inside a helper, PPO ratios, exps a naive softmax already reports).
-    // The rule's risk says in which formats an unbounded exp is worth a warning: fp16,
-    // where an activation above 11.09 overflows (bf16 and fp32 hold up to 88.72). Under
-    // autocast exp runs in fp32 and F is fp32; exp_ is not upcast and keeps its input's type.
-    if (Arg.isUnknown())
-      return;
-    bool RuleWarns = std::any_of(Op->Risks.begin(), Op->Risks.end(), [F](const kb::Risk &R) {
-      return R.Level != kb::Severity::Note && R.Kind == kb::RiskKind::Overflow &&
-             std::find(R.Formats.begin(), R.Formats.end(), F) != R.Formats.end();
-    });
-    if (!RuleWarns || isShiftedByMax(TC->Self, *Ranges))
-      return;
-    report(Ctx, About, Call->getExprLoc(),
-           Spelled + " in " + Name + " overflows to inf once its argument passes " +
-               twoDecimals(Limit) + " = ln(" + formatNumber(L.Max) + "), " + Name +
-               "'s largest finite value, and nothing bounds the argument: it lies in " +
-               withOrigin(Arg),
-           Fix, Why);
+    checkExp(*Call, *TC, *Op, Arg, Why, Ctx);
     return;
   }
   if (Arg.isUnknown())
@@ -168,43 +170,57 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
   std::string Guard = "keep it positive: add or clamp_min an eps of at least " +
                       formatNumber(L.MinNormal) + " (" + Name +
                       "'s smallest normal), or compute in fp32 with .to(torch::kFloat)";
-  Subject About{Call, Op, "domain", "warning", Name};
-  std::string Message;
-  if (Arg.mayBeNegative() && (*Kind == MathKind::Log || *Kind == MathKind::Sqrt ||
-                              *Kind == MathKind::Rsqrt)) {
-    Message = Spelled + " of a value that may be negative in " + Name + ": it lies in " +
-              withOrigin(Arg) + ", and " + Spelled + " of a negative number is NaN";
-  } else if (Arg.mayBeZero()) {
-    switch (*Kind) {
-    case MathKind::Log:
-      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
-                withOrigin(Arg) + ", and log(0) = -inf with an inf gradient";
-      Guard += "; for the log of a probability use log_softmax or logsigmoid";
-      break;
-    case MathKind::Sqrt:
-      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
-                withOrigin(Arg) + "; sqrt(0) is 0 but its gradient 1/(2*sqrt(x)) is inf, "
-                                  "so backward gives NaN";
-      break;
-    case MathKind::Rsqrt:
-      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
-                withOrigin(Arg) + ", and rsqrt(0) = inf";
-      break;
-    case MathKind::Reciprocal:
-    case MathKind::NegativePow:
-      Message = Spelled + " of a value that may be 0 in " + Name + ": it lies in " +
-                withOrigin(Arg) + (*Kind == MathKind::Reciprocal
-                                       ? ", and 1 / 0 = inf"
-                                       : ", and a negative power of 0 is inf");
-      About.Risk = "overflow";
-      break;
-    default:
-      return;
-    }
-  } else {
+  Subject About{Call, Op, "domain", kb::toString(kb::Severity::Warning), Name};
+  std::string Message = domainHazard(*Kind, Arg, Spelled, Name, Guard, About.Risk);
+  if (Message.empty())
+    return;
+  report(Ctx, About, Call->getExprLoc(), Message, Guard, Why);
+}
+
+void UnsafeMathCheck::checkExp(const CallExpr &Call, const TorchCall &TC, const kb::Op &Op,
+                               const Interval &Arg, const PrecisionReason &Why, ASTContext &Ctx) {
+  std::string Spelled = TC.spelled();
+  kb::Format F = Ranges->formatOf(&Call);
+  const FormatLimits &L = limitsOf(F);
+  double Limit = std::log(L.Max);
+  if (Arg.isBoundedAbove() && !Arg.mayExceed(Limit))
+    return;
+  const char *Name = kb::toString(F);
+  std::string Fix = "subtract the maximum first (x - x.amax(dim, true)), keep the argument "
+                    "below " +
+                    twoDecimals(Limit) + ", or compute in fp32: torch::exp(x.to(torch::kFloat))";
+  Subject About{&Call, &Op, "overflow", kb::toString(kb::Severity::Warning), Name};
+  if (Arg.isBoundedAbove()) {
+    report(Ctx, About, Call.getExprLoc(),
+           Spelled + " in " + Name + " overflows to inf: its argument reaches " +
+               formatNumber(Arg.Hi) + ", above " + twoDecimals(Limit) + " = ln(" +
+               formatNumber(L.Max) + "), " + Name +
+               "'s largest finite value; the argument lies in " + withOrigin(Arg),
+           Fix, Why);
     return;
   }
-  report(Ctx, About, Call->getExprLoc(), Message, Guard, Why);
+  // The analysis knows the argument and that nothing bounds it above (a ReLU, an abs,
+  // another exp): it can pass any limit. An argument of unknown range is not reported:
+  // on the labelled corpus that flagged a third of the fp16 exps the checks call safe
+  // (max-shifted inside a helper, PPO ratios, exps a naive softmax already reports).
+  // The rule's risk says in which formats an unbounded exp is worth a warning: fp16,
+  // where an activation above 11.09 overflows (bf16 and fp32 hold up to 88.72). Under
+  // autocast exp runs in fp32 and F is fp32; exp_ is not upcast and keeps its input's type.
+  if (Arg.isUnknown())
+    return;
+  bool RuleWarns = std::any_of(Op.Risks.begin(), Op.Risks.end(), [F](const kb::Risk &R) {
+    return R.Level != kb::Severity::Note && R.Kind == kb::RiskKind::Overflow &&
+           std::find(R.Formats.begin(), R.Formats.end(), F) != R.Formats.end();
+  });
+  if (!RuleWarns || isShiftedByMax(TC.Self, *Ranges))
+    return;
+  report(Ctx, About, Call.getExprLoc(),
+         Spelled + " in " + Name + " overflows to inf once its argument passes " +
+             twoDecimals(Limit) + " = ln(" + formatNumber(L.Max) + "), " + Name +
+             "'s largest finite value, and nothing bounds the argument: it lies in " +
+             withOrigin(Arg),
+         Fix, Why);
+  return;
 }
 
 void UnsafeMathCheck::checkDivision(const Expr &Division, const Expr &Divisor, ASTContext &Ctx) {
@@ -216,7 +232,8 @@ void UnsafeMathCheck::checkDivision(const Expr &Division, const Expr &Divisor, A
     return;
   kb::Format F = Ranges->formatOf(&Divisor);
   const char *Name = kb::toString(F);
-  Subject About{&Division, knowledgeBase()->findById("div"), "overflow", "warning", Name};
+  Subject About{&Division, knowledgeBase()->findById("div"), "overflow",
+                kb::toString(kb::Severity::Warning), Name};
   report(Ctx, About, Division.getExprLoc(),
          "division by a value that may be 0 in " + std::string(Name) + ": the divisor lies in " +
              withOrigin(D) + ", and x / 0 is inf (0 / 0 is NaN)",

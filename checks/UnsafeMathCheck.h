@@ -20,6 +20,8 @@ public:
   void onStartOfTranslationUnit() override;
 
 private:
+  void checkExp(const CallExpr &Call, const TorchCall &TC, const kb::Op &Op, const Interval &Arg,
+                const PrecisionReason &Why, ASTContext &Ctx);
   void checkDivision(const Expr &Division, const Expr &Divisor, ASTContext &Ctx);
   bool riskyOpReports(const kb::Op &Op, kb::Format F) const;
   std::unique_ptr<RangeAnalysis> Ranges;

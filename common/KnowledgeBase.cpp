@@ -30,28 +30,10 @@ namespace fs = std::filesystem;
 
 namespace mpnanny::kb {
 
-const char *toString(Precision P) {
-  switch (P) {
-  case Precision::FP32: return "fp32";
-  case Precision::FP16: return "fp16";
-  case Precision::BF16: return "bf16";
-  case Precision::AutocastFP16: return "autocast-fp16";
-  case Precision::AutocastBF16: return "autocast-bf16";
-  }
-  return "?";
-}
-const char *toString(Format F) {
-  switch (F) {
-  case Format::FP32: return "fp32";
-  case Format::FP16: return "fp16";
-  case Format::BF16: return "bf16";
-  }
-  return "?";
-}
 const char *toString(AutocastPolicy P) {
   switch (P) {
   case AutocastPolicy::Lower: return "lower";
-  case AutocastPolicy::FP32: return "fp32";
+  case AutocastPolicy::FP32: return toString(Format::FP32); // "run it in fp32"
   case AutocastPolicy::FP32UnlessDtype: return "fp32-unless-dtype";
   case AutocastPolicy::Promote: return "promote";
   case AutocastPolicy::Banned: return "banned";
@@ -69,23 +51,6 @@ const char *toString(RiskKind K) {
   }
   return "?";
 }
-const char *toString(Severity S) {
-  switch (S) {
-  case Severity::Note: return "note";
-  case Severity::Warning: return "warning";
-  case Severity::Error: return "error";
-  }
-  return "?";
-}
-
-std::optional<Precision> parsePrecision(const std::string &Name) {
-  for (Precision P : {Precision::FP32, Precision::FP16, Precision::BF16,
-                      Precision::AutocastFP16, Precision::AutocastBF16})
-    if (Name == toString(P))
-      return P;
-  return std::nullopt;
-}
-
 bool isAutocast(Precision P) {
   return P == Precision::AutocastFP16 || P == Precision::AutocastBF16;
 }
@@ -249,8 +214,8 @@ public:
   Op op(const YAML::Node &N) const {
     expectMap(N, "an op");
     allowKeys(N,
-              {"id", "summary", "spellings", "has_self", "aten", "autocast", "risks",
-               "value_args", "range", "transfer", "check", "references"},
+              {"id", "summary", "spellings", "has_self", "aten", "autocast", "risks", "value_args",
+               "range", "transfer", "check", "references"},
               "an op");
     Op O;
     O.Where = markOf(N);
@@ -275,10 +240,10 @@ public:
         fail(N["aten"].IsSequence() ? N["aten"][I] : N["aten"],
              "ATen op names start with 'aten::', not '" + O.Aten[I] + "'");
     if (N["autocast"])
-      O.Autocast = choice(N["autocast"], "'autocast'",
-                          {AutocastPolicy::Lower, AutocastPolicy::FP32,
-                           AutocastPolicy::FP32UnlessDtype, AutocastPolicy::Promote,
-                           AutocastPolicy::Banned, AutocastPolicy::None});
+      O.Autocast =
+          choice(N["autocast"], "'autocast'",
+                 {AutocastPolicy::Lower, AutocastPolicy::FP32, AutocastPolicy::FP32UnlessDtype,
+                  AutocastPolicy::Promote, AutocastPolicy::Banned, AutocastPolicy::None});
     if (YAML::Node Risks = N["risks"]) {
       if (!Risks.IsSequence())
         fail(Risks, "'risks' must be a list");
@@ -306,15 +271,15 @@ public:
       O.Range = range(N["range"]);
     if (N["transfer"]) {
       O.Transfer = scalar(N["transfer"], "'transfer'");
-      static const std::set<std::string> Known = {
-          "identity", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square",
-          "abs", "neg", "clamp", "pow", "sum", "mean"};
+      static const std::set<std::string> Known = {"identity",   "exp",    "log", "sqrt", "rsqrt",
+                                                  "reciprocal", "square", "abs", "neg",  "clamp",
+                                                  "pow",        "sum",    "mean"};
       if (!Known.count(O.Transfer))
         fail(N["transfer"], "unknown transfer '" + O.Transfer +
                                 "' (known: identity, exp, log, sqrt, rsqrt, reciprocal, "
                                 "square, abs, neg, clamp, pow, sum, mean)");
     }
-    O.Check = N["check"] ? scalar(N["check"], "'check'") : "mpnanny-risky-op";
+    O.Check = N["check"] ? scalar(N["check"], "'check'") : vocab::name(vocab::Check::RiskyOp);
     O.References = stringList(N, "references");
     if (!O.Risks.empty() && O.References.empty())
       fail(N, "op '" + O.Id + "' has risks but no 'references' (every rule carries its evidence)");
@@ -414,8 +379,8 @@ std::shared_ptr<const KnowledgeBase> KnowledgeBase::loadDirectory(const std::str
   for (const auto &O : KB->Options) {
     auto [It, New] = Seen.emplace(O.Id, &O.Where);
     if (!New)
-      throw LoadError(O.Where, "duplicate id '" + O.Id + "' (first defined at " +
-                                   It->second->File + ":" + std::to_string(It->second->Line) + ")");
+      throw LoadError(O.Where, "duplicate id '" + O.Id + "' (first defined at " + It->second->File +
+                                   ":" + std::to_string(It->second->Line) + ")");
   }
   KB->index();
   return KB;
@@ -444,8 +409,7 @@ void anchorOfThisObject() {}
 std::string installedDataDirectory(const std::string &Name) {
   // The executable or library this file is linked into: mpnanny-check, mpnanny-mcp, or the
   // clang-tidy plugin's checks library.
-  const fs::path Object =
-      pathOfObjectHolding(reinterpret_cast<const void *>(&anchorOfThisObject));
+  const fs::path Object = pathOfObjectHolding(reinterpret_cast<const void *>(&anchorOfThisObject));
   if (Object.empty())
     return "";
   std::error_code EC;
@@ -486,8 +450,8 @@ void KnowledgeBase::index() {
   }
 }
 
-static const Op *lookup(const std::map<std::string, size_t> &Index,
-                        const std::vector<Op> &Ops, const std::string &Name) {
+static const Op *lookup(const std::map<std::string, size_t> &Index, const std::vector<Op> &Ops,
+                        const std::string &Name) {
   auto It = Index.find(Name);
   return It == Index.end() ? nullptr : &Ops[It->second];
 }
@@ -504,9 +468,7 @@ const Op *KnowledgeBase::findFunctional(const std::string &Name) const {
 const Op *KnowledgeBase::findModule(const std::string &Name) const {
   return lookup(ByModule, Ops, Name);
 }
-const Op *KnowledgeBase::findById(const std::string &Id) const {
-  return lookup(ById, Ops, Id);
-}
+const Op *KnowledgeBase::findById(const std::string &Id) const { return lookup(ById, Ops, Id); }
 const OptionValue *KnowledgeBase::findOption(const std::string &Class,
                                              const std::string &Setter) const {
   for (const auto &O : Options)

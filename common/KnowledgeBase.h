@@ -16,24 +16,30 @@
 #include <string>
 #include <vector>
 
+#include "Vocabulary.h"
+
 namespace mpnanny::kb {
 
 /// The precision a piece of code computes in, as the checks infer it.
-enum class Precision { FP32, FP16, BF16, AutocastFP16, AutocastBF16 };
+using Precision = vocab::Precision;
 /// The storage format an op actually computes in once autocast has been applied.
-enum class Format { FP32, FP16, BF16 };
+using Format = vocab::Format;
+/// How bad a finding is.
+using Severity = vocab::Severity;
 
 /// CUDA autocast's treatment of an op (aten/src/ATen/autocast_mode.cpp).
 enum class AutocastPolicy { Lower, FP32, FP32UnlessDtype, Promote, Banned, None };
 enum class RiskKind { Overflow, Underflow, PrecisionLoss, Domain, Banned };
-enum class Severity { Note, Warning, Error };
 
-const char *toString(Precision P);
-const char *toString(Format F);
+/// The vocabulary's names (common/Vocabulary.cpp), under the name the checks call them by.
+inline const char *toString(Precision P) { return vocab::name(P); }
+inline const char *toString(Format F) { return vocab::name(F); }
+inline const char *toString(Severity S) { return vocab::name(S); }
 const char *toString(AutocastPolicy P);
 const char *toString(RiskKind K);
-const char *toString(Severity S);
-std::optional<Precision> parsePrecision(const std::string &Name);
+inline std::optional<Precision> parsePrecision(const std::string &Name) {
+  return vocab::parse<Precision>(Name);
+}
 
 /// Where an entry was written, for messages that point back into the YAML.
 struct Mark {
@@ -56,8 +62,8 @@ struct Risk {
 
 /// An argument of an op that takes a literal the target format must hold.
 struct ValueArg {
-  unsigned Index = 0;       ///< position after `self` (the method form's position)
-  std::string Role;         ///< fill, bound, eps, scale
+  unsigned Index = 0; ///< position after `self` (the method form's position)
+  std::string Role;   ///< fill, bound, eps, scale
 };
 
 /// Output interval of an op whatever its input, and the name of a transfer
@@ -81,7 +87,7 @@ struct Op {
   std::vector<ValueArg> ValueArgs;
   std::optional<RangeSpec> Range;
   std::string Transfer;
-  std::string Check;     ///< the check whose page explains it
+  std::string Check; ///< the check whose page explains it
   std::vector<std::string> References;
   Mark Where;
 };
@@ -90,8 +96,8 @@ struct Op {
 /// target format must hold.
 struct OptionValue {
   std::string Id;
-  std::string Class;   ///< unqualified class name, e.g. AdamOptions
-  std::string Setter;  ///< e.g. eps
+  std::string Class;  ///< unqualified class name, e.g. AdamOptions
+  std::string Setter; ///< e.g. eps
   std::optional<double> Default;
   std::string Role;
   std::vector<std::string> References;
@@ -133,8 +139,7 @@ public:
   const Op *findFunctional(const std::string &Name) const;
   const Op *findModule(const std::string &Name) const;
   const Op *findById(const std::string &Id) const;
-  const OptionValue *findOption(const std::string &Class,
-                                const std::string &Setter) const;
+  const OptionValue *findOption(const std::string &Class, const std::string &Setter) const;
   /// Every ATen op name the knowledge base lists, for the runtime's observer.
   std::vector<std::string> atenOps() const;
 

@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
   // run is fp32, or bf16 with EXAMPLE_DTYPE=bf16 (to compare the two with `mpnanny compare`).
   const bool cuda = torch::cuda::is_available();
   const char *requested = std::getenv("EXAMPLE_DTYPE");
-  const bool bf16 = requested && std::string(requested) == "bf16";
+  const bool bf16 = requested && std::string(requested) == mpnanny::to_string(mpnanny::Precision::BF16);
   const torch::Device device = cuda ? torch::kCUDA : torch::kCPU;
   const torch::Dtype dtype = cuda ? torch::kHalf : bf16 ? torch::kBFloat16 : torch::kFloat;
   // EXAMPLE_LOSS=manual spells the loss out by hand, the way it is often first written. The demo

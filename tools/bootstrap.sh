@@ -8,7 +8,7 @@ packages=(
   libclang-rt-16-dev
   libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libtorch-dev
   libgtest-dev libgmock-dev libbenchmark-dev libdw-dev libunwind-dev
-  cmake ninja-build g++ python3 python3-yaml python3-jsonschema
+  cmake ninja-build g++ python3 python3-yaml python3-jsonschema python3-pygments clang-format-16
 )
 # Extra groups a caller can ask for: `bootstrap.sh browser` adds what the report tests need.
 for extra in "$@"; do

@@ -16,10 +16,10 @@ namespace mpnanny {
 
 struct FindingDetail {
   std::string Check;
-  std::string File;      ///< as the compiler saw it
-  unsigned Offset = 0;   ///< of the warning, in File
+  std::string File;    ///< as the compiler saw it
+  unsigned Offset = 0; ///< of the warning, in File
   unsigned Line = 0, Column = 0;
-  std::string Function;  ///< qualified name of the enclosing function
+  std::string Function;   ///< qualified name of the enclosing function
   std::string Expression; ///< source text of the flagged expression, whitespace collapsed
   std::vector<std::string> AtenOps;
   std::string Risk;      ///< overflow, underflow, precision-loss, domain, banned
@@ -31,9 +31,9 @@ struct FindingDetail {
 /// A translation unit's user functions that the checks could not look at, because the
 /// compiler reported an error inside them (ParseHealth.h).
 struct ParseSummary {
-  std::string File;          ///< the main file, as the compiler saw it
-  unsigned Functions = 0;    ///< user functions with a body, headers of the project included
-  unsigned Unchecked = 0;    ///< of those, the ones with a compile error inside
+  std::string File;           ///< the main file, as the compiler saw it
+  unsigned Functions = 0;     ///< user functions with a body, headers of the project included
+  unsigned Unchecked = 0;     ///< of those, the ones with a compile error inside
   std::string FirstUnchecked; ///< "name (file:line: first error)"
 };
 

@@ -54,15 +54,22 @@ static bool isIntegralDataImpl(const Expr *E, int Depth) {
   }
   if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
     switch (Op->getOperator()) {
-    case OO_EqualEqual: case OO_ExclaimEqual: case OO_Less: case OO_Greater:
-    case OO_LessEqual: case OO_GreaterEqual: case OO_AmpAmp: case OO_PipePipe:
-    case OO_Exclaim: case OO_Tilde:
-      return true;
-    case OO_Amp: case OO_Pipe: case OO_Caret: // masks combined: integral iff an operand is
+    case OO_EqualEqual:
+    case OO_ExclaimEqual:
+    case OO_Less:
+    case OO_Greater:
+    case OO_LessEqual:
+    case OO_GreaterEqual:
+    case OO_AmpAmp:
+    case OO_PipePipe:
+    case OO_Exclaim:
+    case OO_Tilde: return true;
+    case OO_Amp:
+    case OO_Pipe:
+    case OO_Caret: // masks combined: integral iff an operand is
       return Op->getNumArgs() == 2 && (isIntegralDataImpl(Op->getArg(0), Depth + 1) ||
                                        isIntegralDataImpl(Op->getArg(1), Depth + 1));
-    default:
-      return false;
+    default: return false;
     }
   }
   const auto *Call = dyn_cast<CallExpr>(E);
@@ -201,8 +208,9 @@ bool feedsLoss(const Expr &E, ASTContext &Ctx) {
       if (const auto *Ref = dyn_cast<DeclRefExpr>(ignoreConversions(Assign->getArg(0))))
         return Ref->getDecl()->getIdentifier() && isLossName(Ref->getDecl()->getName());
     if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S))
-      if (const CXXMethodDecl *M = Member->getMethodDecl();
-          M && M->getIdentifier() && M->getName() == "backward" && isTensorType(Member->getObjectType()))
+      if (const CXXMethodDecl *M = Member->getMethodDecl(); M && M->getIdentifier() &&
+                                                            M->getName() == "backward" &&
+                                                            isTensorType(Member->getObjectType()))
         return true;
     // Only a return statement passes the value on; other statements end it.
     if (!isa<Expr>(S) && !isa<ReturnStmt>(S) && !isa<CompoundStmt>(S))

@@ -34,7 +34,8 @@ MpnannyCheck::MpnannyCheck(StringRef Name, ClangTidyContext *Context)
   RulesDirectory = Options.getLocalOrGlobal("RulesDirectory", "").str();
   // Read as text: the bool overloads are defined in clang-tidy's own library, which a plugin
   // loaded into another clang-tidy binary cannot count on.
-  KeepGoing = !llvm::StringRef(Options.getLocalOrGlobal("KeepGoing", "true")).equals_insensitive("false");
+  KeepGoing =
+      !llvm::StringRef(Options.getLocalOrGlobal("KeepGoing", "true")).equals_insensitive("false");
   FactsFile = Options.getLocalOrGlobal("FactsFile", "").str();
   ReportsSystemHeaders = Context->getOptions().SystemHeaders.value_or(false);
   std::string Dir = RulesDirectory.empty() ? kb::KnowledgeBase::defaultDirectory() : RulesDirectory;
@@ -99,9 +100,8 @@ const ProjectFacts *MpnannyCheck::projectFacts(ASTContext &Ctx) const {
       Path = factsFileAbove(*Cwd);
     if (Path.empty())
       if (const FileEntry *Main = SM.getFileEntryForID(SM.getMainFileID())) {
-        llvm::SmallString<256> Dir(Main->tryGetRealPathName().empty()
-                                       ? Main->getName()
-                                       : Main->tryGetRealPathName());
+        llvm::SmallString<256> Dir(Main->tryGetRealPathName().empty() ? Main->getName()
+                                                                      : Main->tryGetRealPathName());
         llvm::sys::path::remove_filename(Dir);
         Path = factsFileAbove(Dir);
       }
@@ -210,8 +210,8 @@ static std::string normalizedText(const Stmt *S, const ASTContext &Ctx) {
 }
 
 void MpnannyCheck::report(ASTContext &Ctx, const Subject &About, SourceLocation Loc,
-                          llvm::StringRef Message, llvm::StringRef Fix,
-                          const PrecisionReason &Why, std::optional<FixItHint> Exact) {
+                          llvm::StringRef Message, llvm::StringRef Fix, const PrecisionReason &Why,
+                          std::optional<FixItHint> Exact) {
   // A function the compiler could not parse whole is not judged on what is left of it.
   if (parse_health::inBrokenFunction(About.Node ? About.Node->getBeginLoc() : Loc,
                                      precisionContext(Ctx), Ctx))
@@ -245,8 +245,7 @@ void MpnannyCheck::report(ASTContext &Ctx, const Subject &About, SourceLocation 
   if (!Fix.empty())
     diag(Loc, "%0", DiagnosticIDs::Note) << Fix;
   if (Why.Where.isValid())
-    diag(Why.Where, "%0 context: %1", DiagnosticIDs::Note)
-        << kb::toString(Why.Value) << Why.Why;
+    diag(Why.Where, "%0 context: %1", DiagnosticIDs::Note) << kb::toString(Why.Value) << Why.Why;
   else if (Why.Elsewhere.valid())
     // The reason lies in another file of the project (its facts): named in the text.
     diag(Loc, "%0 context: %1, at %2", DiagnosticIDs::Note)

@@ -46,17 +46,17 @@ protected:
 
   /// What a finding is about, beyond its message: for the sites file and JSON.
   struct Subject {
-    const Stmt *Node = nullptr;     ///< the flagged expression
-    const kb::Op *Op = nullptr;     ///< its knowledge-base entry, for the ATen ops
-    std::string Risk;               ///< overflow, underflow, precision-loss, domain, banned
-    std::string Severity = "warning";
-    std::string Format;             ///< the format the code computes in
+    const Stmt *Node = nullptr; ///< the flagged expression
+    const kb::Op *Op = nullptr; ///< its knowledge-base entry, for the ATen ops
+    std::string Risk;           ///< overflow, underflow, precision-loss, domain, banned
+    std::string Severity = kb::toString(kb::Severity::Warning);
+    std::string Format; ///< the format the code computes in
   };
 
   /// One finding: the warning, the fix as a note (and a fix-it when it is exact),
   /// and where the precision comes from.
-  void report(ASTContext &Ctx, const Subject &About, SourceLocation Loc,
-              llvm::StringRef Message, llvm::StringRef Fix, const PrecisionReason &Why,
+  void report(ASTContext &Ctx, const Subject &About, SourceLocation Loc, llvm::StringRef Message,
+              llvm::StringRef Fix, const PrecisionReason &Why,
               std::optional<FixItHint> Exact = std::nullopt);
 
   /// Replaces {op} and {precision} in a knowledge-base message.
@@ -109,9 +109,9 @@ std::vector<Decl *> userTopLevelDecls(ASTContext &Ctx);
 
 /// Format limits (derived from IEEE binary16 / bfloat16; see shared KNOWLEDGE.md).
 struct FormatLimits {
-  double Max;            ///< largest finite value
-  double MinNormal;      ///< smallest normal
-  double MinSubnormal;   ///< smallest subnormal; values below half of it round to 0
+  double Max;          ///< largest finite value
+  double MinNormal;    ///< smallest normal
+  double MinSubnormal; ///< smallest subnormal; values below half of it round to 0
   double Epsilon;
   /// Non-zero values below this round to 0 (half the smallest subnormal).
   double flushBelow() const { return MinSubnormal / 2; }

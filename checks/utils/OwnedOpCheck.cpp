@@ -36,10 +36,10 @@ std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &C
   for (const kb::Risk &R : Op->Risks) {
     if (R.Level == kb::Severity::Note)
       continue;
-    bool Applies = R.Kind == kb::RiskKind::Banned
-                       ? !Format
-                       : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) !=
-                                       R.Formats.end();
+    bool Applies =
+        R.Kind == kb::RiskKind::Banned
+            ? !Format
+            : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) != R.Formats.end();
     if (!Applies)
       continue;
     if (R.Uses.empty())
@@ -66,7 +66,8 @@ void OwnedOpCheck::reportOwned(const OwnedCall &Found, ASTContext &Ctx) {
     static const char *const Phrase[] = {"a cumsum", "a log", "a division", "a comparison"};
     Message += "; here they reach " + std::string(Phrase[static_cast<int>(Found.Use->Kind)]) +
                " (line " +
-               std::to_string(Ctx.getSourceManager().getExpansionLineNumber(Found.Use->At->getBeginLoc())) +
+               std::to_string(
+                   Ctx.getSourceManager().getExpansionLineNumber(Found.Use->At->getBeginLoc())) +
                ")";
   }
   report(Ctx, About, Found.Call.Call->getExprLoc(), Message,

@@ -137,8 +137,7 @@ bool inBrokenFunction(SourceLocation Loc, const PrecisionContext &Functions, AST
 }
 
 void summarize(const PrecisionContext &Functions, ASTContext &Ctx) {
-  if (!Current || Current->Summarized ||
-      (Current->SM && Current->SM != &Ctx.getSourceManager()))
+  if (!Current || Current->Summarized || (Current->SM && Current->SM != &Ctx.getSourceManager()))
     return;
   Current->Summarized = true;
   const SourceManager &SM = Ctx.getSourceManager();
@@ -153,8 +152,9 @@ void summarize(const PrecisionContext &Functions, ASTContext &Ctx) {
     if (It == Broken.end())
       continue;
     if (Summary.Unchecked++ == 0)
-      Summary.FirstUnchecked = FD->getQualifiedNameAsString() +
-                               (It->second ? " (" + It->second->Text + ")" : " (invalid declaration)");
+      Summary.FirstUnchecked =
+          FD->getQualifiedNameAsString() +
+          (It->second ? " (" + It->second->Text + ")" : " (invalid declaration)");
   }
   ::mpnanny::FindingLog::recordParse(std::move(Summary));
 }

@@ -26,8 +26,7 @@ bool inNamespace(const Decl &D, llvm::StringRef Outer, llvm::StringRef Inner) {
 }
 
 bool isNnModuleRecord(const CXXRecordDecl *RD) {
-  return RD && RD->getIdentifier() && RD->getName() == "Module" &&
-         inNamespace(*RD, "torch", "nn");
+  return RD && RD->getIdentifier() && RD->getName() == "Module" && inNamespace(*RD, "torch", "nn");
 }
 
 /// The key of a declaration across translation units: its USR. A declaration without one
@@ -127,8 +126,8 @@ PrecisionContext::PrecisionContext(ASTContext &Ctx, std::optional<Precision> Dec
   collect();
   applyFacts();
   if (Declared)
-    Model.Baseline = PrecisionReason{*Declared, SourceLocation(),
-                                     "the project declares it (the Precision option)", {}};
+    Model.Baseline = PrecisionReason{
+        *Declared, SourceLocation(), "the project declares it (the Precision option)", {}};
   Model.resolve();
 }
 
@@ -149,7 +148,8 @@ const PrecisionContext &PrecisionContext::get(ASTContext &Ctx, std::optional<Pre
   for (auto &E : Cache)
     if (E.Ctx == &Ctx && E.Declared == Declared && E.Facts == Facts)
       return *E.Analysis;
-  Cache.push_back({&Ctx, Declared, Facts, std::make_unique<PrecisionContext>(Ctx, Declared, Facts)});
+  Cache.push_back(
+      {&Ctx, Declared, Facts, std::make_unique<PrecisionContext>(Ctx, Declared, Facts)});
   return *Cache.back().Analysis;
 }
 
@@ -182,7 +182,8 @@ void PrecisionContext::collect() {
       if (const CXXRecordDecl *Sub = heldModule(Field->getType()))
         if (!SM.isInSystemHeader(Sub->getLocation()))
           Model.Submodules[Key].push_back(keyOf(Sub->getCanonicalDecl()));
-    SourceLocation B = SM.getExpansionLoc(RD->getBeginLoc()), E = SM.getExpansionLoc(RD->getEndLoc());
+    SourceLocation B = SM.getExpansionLoc(RD->getBeginLoc()),
+                   E = SM.getExpansionLoc(RD->getEndLoc());
     if (SM.getFileID(B) == SM.getFileID(E))
       Records.push_back({RD, SM.getFileID(B), SM.getFileOffset(B), SM.getFileOffset(E)});
   }
@@ -221,6 +222,54 @@ void PrecisionContext::collect() {
                      [](const ModelToggle &A, const ModelToggle &B) { return A.Order < B.Order; });
 }
 
+bool PrecisionContext::collectAutocastCall(const CallExpr &Call, ModelFunction &F,
+                                           std::vector<std::pair<unsigned, bool>> &Pending) {
+  const FunctionDecl *Callee = Call.getDirectCallee();
+  if (!Callee || !Callee->getIdentifier() || !inNamespace(*Callee, "at", "autocast"))
+    return false;
+  const SourceManager &SM = Ctx.getSourceManager();
+  auto OffsetOf = [&](SourceLocation L) { return SM.getFileOffset(SM.getExpansionLoc(L)); };
+  auto SeenAt = [&](SourceLocation L) { return Seen{SM.getExpansionLoc(L), Place()}; };
+  llvm::StringRef N = Callee->getName();
+  auto ArgBool = [&](unsigned I) {
+    if (I >= Call.getNumArgs())
+      return true;
+    auto V = evaluateNumber(Call.getArg(I), Ctx);
+    return !V || *V != 0;
+  };
+  auto ArgIsCpu = [&](unsigned I) {
+    if (I >= Call.getNumArgs())
+      return false;
+    bool Cpu = false;
+    visitDescendants(Call.getArg(I), [&](const Stmt *X) {
+      if (const auto *Ref = dyn_cast<DeclRefExpr>(X))
+        if (Ref->getDecl()->getIdentifier() &&
+            Ref->getDecl()->getName().contains_insensitive("cpu"))
+          Cpu = true;
+      return !Cpu;
+    });
+    return Cpu;
+  };
+  auto Switch = [&](bool On, bool Cpu) {
+    F.Toggles.push_back(
+        {OffsetOf(Call.getBeginLoc()), On, Format::FP16, SeenAt(Call.getBeginLoc())});
+    Pending.push_back({F.Toggles.size() - 1, Cpu});
+  };
+  if (N == "set_enabled")
+    Switch(ArgBool(0), false);
+  else if (N == "set_cpu_enabled")
+    Switch(ArgBool(0), true);
+  else if (N == "set_autocast_enabled")
+    Switch(ArgBool(1), ArgIsCpu(0));
+  else if (N == "set_autocast_gpu_dtype" || N == "set_autocast_cpu_dtype" ||
+           N == "set_autocast_dtype") {
+    bool Cpu = N == "set_autocast_cpu_dtype" || (N == "set_autocast_dtype" && ArgIsCpu(0));
+    if (auto D = dtypeNamedIn(Call.getArg(Call.getNumArgs() - 1)))
+      (Cpu ? CpuAutocastDtype : GpuAutocastDtype) = *D;
+  }
+  return true;
+}
+
 void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, ModelFunction &F,
                                        std::vector<std::pair<ModelToggle *, bool>> &CpuToggles) {
   const SourceManager &SM = Ctx.getSourceManager();
@@ -247,46 +296,8 @@ void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, Mode
       continue;
     if (const auto *Call = dyn_cast<CallExpr>(S)) {
       const FunctionDecl *Callee = Call->getDirectCallee();
-      if (Callee && Callee->getIdentifier() && inNamespace(*Callee, "at", "autocast")) {
-        llvm::StringRef N = Callee->getName();
-        auto ArgBool = [&](unsigned I) {
-          if (I >= Call->getNumArgs())
-            return true;
-          auto V = evaluateNumber(Call->getArg(I), Ctx);
-          return !V || *V != 0;
-        };
-        auto ArgIsCpu = [&](unsigned I) {
-          if (I >= Call->getNumArgs())
-            return false;
-          bool Cpu = false;
-          visitDescendants(Call->getArg(I), [&](const Stmt *X) {
-            if (const auto *Ref = dyn_cast<DeclRefExpr>(X))
-              if (Ref->getDecl()->getIdentifier() &&
-                  Ref->getDecl()->getName().contains_insensitive("cpu"))
-                Cpu = true;
-            return !Cpu;
-          });
-          return Cpu;
-        };
-        auto Switch = [&](bool On, bool Cpu) {
-          F.Toggles.push_back({OffsetOf(Call->getBeginLoc()), On, Format::FP16,
-                               SeenAt(Call->getBeginLoc())});
-          PendingToggles.push_back({F.Toggles.size() - 1, Cpu});
-        };
-        if (N == "set_enabled")
-          Switch(ArgBool(0), false);
-        else if (N == "set_cpu_enabled")
-          Switch(ArgBool(0), true);
-        else if (N == "set_autocast_enabled")
-          Switch(ArgBool(1), ArgIsCpu(0));
-        else if (N == "set_autocast_gpu_dtype" || N == "set_autocast_cpu_dtype" ||
-                 N == "set_autocast_dtype") {
-          bool Cpu = N == "set_autocast_cpu_dtype" || (N == "set_autocast_dtype" && ArgIsCpu(0));
-          if (auto D = dtypeNamedIn(Call->getArg(Call->getNumArgs() - 1)))
-            (Cpu ? CpuAutocastDtype : GpuAutocastDtype) = *D;
-        }
+      if (collectAutocastCall(*Call, F, PendingToggles))
         continue; // dtype names inside autocast calls are not conversions
-      }
       if (auto TC = classifyTorchCall(*Call); TC && dtypeIsTheResultsOnly(*TC))
         for (const Expr *Arg : TC->Args)
           visitDescendants(Arg, [&](const Stmt *X) {
@@ -297,7 +308,8 @@ void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, Mode
       std::string Object;
       if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {
         const CXXRecordDecl *Obj = objectRecordOf(*Member);
-        if (Obj && !isNnModuleRecord(Obj) && !Ctx.getSourceManager().isInSystemHeader(Obj->getLocation()))
+        if (Obj && !isNnModuleRecord(Obj) &&
+            !Ctx.getSourceManager().isInSystemHeader(Obj->getLocation()))
           Object = keyOf(Obj->getCanonicalDecl());
         if (const CXXMethodDecl *M = Member->getMethodDecl(); M && M->getIdentifier()) {
           llvm::StringRef N = M->getName();
@@ -310,7 +322,8 @@ void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, Mode
                                     SeenAt(Call->getBeginLoc()));
                 if (*D != Format::FP32) {
                   // `this->to(kHalf)` in a method: calling it converts its object.
-                  if (isa<CXXThisExpr>(Member->getImplicitObjectArgument()->IgnoreParenImpCasts()) &&
+                  if (isa<CXXThisExpr>(
+                          Member->getImplicitObjectArgument()->IgnoreParenImpCasts()) &&
                       !F.ConvertsThis)
                     F.ConvertsThis = {*D, SeenAt(Call->getBeginLoc())};
                 }
@@ -323,7 +336,8 @@ void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, Mode
       if (Callee) {
         F.Calls.push_back({OffsetOf(Call->getBeginLoc()), keyOf(callTarget(Callee)), Object,
                            SeenAt(Call->getBeginLoc())});
-        if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Call); Op && Op->getOperator() == OO_Call)
+        if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Call);
+            Op && Op->getOperator() == OO_Call)
           if (const auto *M = dyn_cast<CXXMethodDecl>(Callee))
             if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(M->getParent());
                 Spec && Spec->getName() == "ModuleHolder" && Spec->getTemplateArgs().size() > 0 &&
@@ -332,15 +346,14 @@ void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, Mode
                 if (Impl->hasDefinition())
                   for (const auto *Method : Impl->methods())
                     if (Method->getIdentifier() && Method->getName() == "forward")
-                      F.Calls.push_back({OffsetOf(Call->getBeginLoc()),
-                                         keyOf(callTarget(Method)), "",
-                                         SeenAt(Call->getBeginLoc())});
+                      F.Calls.push_back({OffsetOf(Call->getBeginLoc()), keyOf(callTarget(Method)),
+                                         "", SeenAt(Call->getBeginLoc())});
       }
     }
     if (const auto *Construct = dyn_cast<CXXConstructExpr>(S))
       if (const CXXConstructorDecl *Ctor = Construct->getConstructor())
-        F.Guards.push_back({OffsetOf(Construct->getBeginLoc()), ScopeEnd,
-                            keyOf(callTarget(Ctor)), SeenAt(Construct->getBeginLoc())});
+        F.Guards.push_back({OffsetOf(Construct->getBeginLoc()), ScopeEnd, keyOf(callTarget(Ctor)),
+                            SeenAt(Construct->getBeginLoc())});
     if (const auto *Ref = dyn_cast<DeclRefExpr>(S); Ref && !OpsOwnDtypes.count(S))
       if (auto D = formatOfDtypeName(*Ref->getDecl()); D && *D != Format::FP32 && !F.Marker)
         F.Marker = {*D, SeenAt(Ref->getLocation())};
@@ -391,8 +404,8 @@ void PrecisionContext::collectDtypes(const std::vector<const FunctionDecl *> &Fu
     });
   }
   for (const Decl *D : Ctx.getTranslationUnitDecl()->decls())
-    if (const auto *Var = dyn_cast<VarDecl>(D); Var && Var->getInit() &&
-                                               !SM.isInSystemHeader(Var->getLocation()))
+    if (const auto *Var = dyn_cast<VarDecl>(D);
+        Var && Var->getInit() && !SM.isInSystemHeader(Var->getLocation()))
       Give(Var, Var->getInit(), Var->getLocation());
 }
 
@@ -500,7 +513,8 @@ PrecisionReason PrecisionContext::at(const Stmt &S) const {
   return Model.at(F->second, SM.getFileOffset(SM.getExpansionLoc(S.getBeginLoc())));
 }
 
-std::optional<PrecisionReason> PrecisionContext::moduleConversionReason(const CXXRecordDecl *RD) const {
+std::optional<PrecisionReason>
+PrecisionContext::moduleConversionReason(const CXXRecordDecl *RD) const {
   if (!RD)
     return std::nullopt;
   return Model.classPrecision(keyOf(RD->getCanonicalDecl()));
@@ -633,8 +647,7 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
   if (Context != Precision::FP32 && isDefaultDtypeFactory(Call))
     return Format::FP32;
   switch (Context) {
-  case Precision::FP32:
-    return Format::FP32;
+  case Precision::FP32: return Format::FP32;
   case Precision::FP16:
   case Precision::BF16:
     if (Explicit)
@@ -646,17 +659,12 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
   case Precision::AutocastBF16: {
     Format Lowered = Context == Precision::AutocastFP16 ? Format::FP16 : Format::BF16;
     switch (Policy) {
-    case kb::AutocastPolicy::Banned:
-      return std::nullopt;
-    case kb::AutocastPolicy::FP32:
-      return Format::FP32;
-    case kb::AutocastPolicy::FP32UnlessDtype:
-      return Explicit ? *Explicit : Format::FP32;
-    case kb::AutocastPolicy::Lower:
-      return Explicit ? *Explicit : Lowered;
+    case kb::AutocastPolicy::Banned: return std::nullopt;
+    case kb::AutocastPolicy::FP32: return Format::FP32;
+    case kb::AutocastPolicy::FP32UnlessDtype: return Explicit ? *Explicit : Format::FP32;
+    case kb::AutocastPolicy::Lower: return Explicit ? *Explicit : Lowered;
     case kb::AutocastPolicy::Promote:
-    case kb::AutocastPolicy::None:
-      return Explicit ? *Explicit : Input ? *Input : Lowered;
+    case kb::AutocastPolicy::None: return Explicit ? *Explicit : Input ? *Input : Lowered;
     }
   }
   }

@@ -96,6 +96,10 @@ private:
   void collect();
   void collectFunction(const FunctionDecl &FD, Span &Where, ModelFunction &F,
                        std::vector<std::pair<ModelToggle *, bool>> &CpuToggles);
+  /// Records Call as an autocast switch or dtype setter of F; false when it is not an
+  /// at::autocast call. Pending gets (index into F.Toggles, whether it is CPU autocast).
+  bool collectAutocastCall(const CallExpr &Call, ModelFunction &F,
+                           std::vector<std::pair<unsigned, bool>> &Pending);
   void collectDtypes(const std::vector<const FunctionDecl *> &Functions,
                      const std::vector<const CXXRecordDecl *> &Classes);
   void applyFacts();

@@ -19,7 +19,9 @@ std::string Place::str() const {
 }
 
 static Precision plainPrecision(Format F) {
-  return F == Format::FP16 ? Precision::FP16 : F == Format::BF16 ? Precision::BF16 : Precision::FP32;
+  return F == Format::FP16   ? Precision::FP16
+         : F == Format::BF16 ? Precision::BF16
+                             : Precision::FP32;
 }
 
 static Precision autocastPrecision(Format F) {
@@ -70,7 +72,8 @@ std::optional<ModelToggle> PrecisionModel::netToggleOf(const std::string &Key) c
   return std::nullopt;
 }
 
-std::optional<std::pair<Format, Seen>> PrecisionModel::convertsThisOf(const std::string &Key) const {
+std::optional<std::pair<Format, Seen>>
+PrecisionModel::convertsThisOf(const std::string &Key) const {
   if (auto It = Functions.find(Key); It != Functions.end())
     return It->second.ConvertsThis;
   if (auto It = External.find(Key); It != External.end())
@@ -174,9 +177,9 @@ PrecisionReason PrecisionModel::at(const ModelFunction &F, unsigned Order) const
 
 void PrecisionModel::propagate() {
   for (auto &[Key, F] : Functions)
-    if (auto It = External.find(Key); It != External.end() && It->second.Inherited &&
-                                      riskRank(It->second.Inherited->Value) >
-                                          riskRank(F.Inherited.Value))
+    if (auto It = External.find(Key);
+        It != External.end() && It->second.Inherited &&
+        riskRank(It->second.Inherited->Value) > riskRank(F.Inherited.Value))
       F.Inherited = *It->second.Inherited;
   // Callees inherit the riskiest context they are called from; a handful of rounds
   // reaches the fixed point for any realistic call depth.
@@ -191,8 +194,8 @@ void PrecisionModel::propagate() {
         ModelFunction &G = It->second;
         if (riskRank(Here.Value) > riskRank(G.Inherited.Value)) {
           G.Inherited = reasonAt(Here.Value, C.Where,
-                                 "called from '" + F.Name + "' in " +
-                                     kb::toString(Here.Value) + " context here");
+                                 "called from '" + F.Name + "' in " + kb::toString(Here.Value) +
+                                     " context here");
           Changed = true;
         }
       }

@@ -83,7 +83,7 @@ struct ModelFunction {
   std::vector<ModelGuard> Guards;
 
   // Resolved by PrecisionModel::resolve().
-  std::vector<ModelToggle> Effective; ///< own switches, callees' and guards', in order
+  std::vector<ModelToggle> Effective;   ///< own switches, callees' and guards', in order
   std::optional<ModelToggle> NetToggle; ///< the autocast state a call leaves behind
   PrecisionReason Inherited;
 };
@@ -104,10 +104,11 @@ struct ExternalFunction {
 class PrecisionModel {
 public:
   std::map<std::string, ModelFunction> Functions;
-  std::map<std::string, Conversion> Converted;               ///< class USR -> conversion
-  std::map<std::string, std::vector<std::string>> Submodules; ///< class USR -> module fields' classes
-  std::map<std::string, std::string> ClassNames;              ///< class USR -> name
-  std::map<std::string, ExternalFunction> External;           ///< from the project's facts
+  std::map<std::string, Conversion> Converted; ///< class USR -> conversion
+  std::map<std::string, std::vector<std::string>>
+      Submodules;                                   ///< class USR -> module fields' classes
+  std::map<std::string, std::string> ClassNames;    ///< class USR -> name
+  std::map<std::string, ExternalFunction> External; ///< from the project's facts
   /// The precision the project declares (the Precision option): what code that shows no
   /// evidence of its own computes in. Evidence in the code wins over it.
   std::optional<PrecisionReason> Baseline;

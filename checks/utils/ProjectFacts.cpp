@@ -65,7 +65,9 @@ Place placeFrom(const Value *V) {
 }
 
 Value toggleJson(const ModelToggle &T) {
-  return Object{{"order", T.Order}, {"on", T.On}, {"dtype", kb::toString(T.Dtype)},
+  return Object{{"order", T.Order},
+                {"on", T.On},
+                {"dtype", kb::toString(T.Dtype)},
                 {"where", placeJson(T.Where.At)}};
 }
 
@@ -96,10 +98,14 @@ Value functionJson(const ModelFunction &F) {
   for (const auto &T : F.Toggles)
     Toggles.push_back(toggleJson(T));
   for (const auto &C : F.Calls)
-    Calls.push_back(Object{{"order", C.Order}, {"callee", C.Callee}, {"object", C.Object},
+    Calls.push_back(Object{{"order", C.Order},
+                           {"callee", C.Callee},
+                           {"object", C.Object},
                            {"where", placeJson(C.Where.At)}});
   for (const auto &G : F.Guards)
-    Guards.push_back(Object{{"order", G.Order}, {"end", G.ScopeEnd}, {"constructor", G.Constructor},
+    Guards.push_back(Object{{"order", G.Order},
+                            {"end", G.ScopeEnd},
+                            {"constructor", G.Constructor},
                             {"where", placeJson(G.Where.At)}});
   O["toggles"] = std::move(Toggles);
   O["calls"] = std::move(Calls);
@@ -135,7 +141,8 @@ ModelFunction functionFrom(const std::string &Key, const Object &O, Reader &R) {
 }
 
 Value conversionJson(const Conversion &C) {
-  return Object{{"format", kb::toString(C.Format)}, {"name", C.Name}, {"where", placeJson(C.Where.At)}};
+  return Object{
+      {"format", kb::toString(C.Format)}, {"name", C.Name}, {"where", placeJson(C.Where.At)}};
 }
 
 Conversion conversionFrom(const Object &O, Reader &R) {
@@ -152,7 +159,9 @@ DtypeFact dtypeFrom(const Object &O, Reader &R) {
 }
 
 kb::Format lowerFormat(kb::Format A, kb::Format B) {
-  auto Rank = [](kb::Format X) { return X == kb::Format::FP16 ? 0 : X == kb::Format::BF16 ? 1 : 2; };
+  auto Rank = [](kb::Format X) {
+    return X == kb::Format::FP16 ? 0 : X == kb::Format::BF16 ? 1 : 2;
+  };
   return Rank(A) <= Rank(B) ? A : B;
 }
 
@@ -177,10 +186,13 @@ Value UnitFacts::toJson() const {
   Array InputList;
   for (const auto &I : Inputs)
     InputList.push_back(I);
-  return Object{{"file", File},          {"inputs", std::move(InputList)},
+  return Object{{"file", File},
+                {"inputs", std::move(InputList)},
                 {"functions", std::move(Functions)},
-                {"classes", std::move(Classes)}, {"submodules", std::move(Subs)},
-                {"class_names", std::move(Names)}, {"dtypes", std::move(Dtypes)}};
+                {"classes", std::move(Classes)},
+                {"submodules", std::move(Subs)},
+                {"class_names", std::move(Names)},
+                {"dtypes", std::move(Dtypes)}};
 }
 
 std::optional<UnitFacts> UnitFacts::fromJson(const Value &V, std::string &Error) {
@@ -286,7 +298,9 @@ Value ProjectFacts::toJson() const {
     Cs[Key] = conversionJson(C);
   for (const auto &[Key, D] : Dtypes)
     Ds[Key] = dtypeJson(D);
-  return Object{{"version", 1}, {"functions", std::move(Fs)}, {"classes", std::move(Cs)},
+  return Object{{"version", 1},
+                {"functions", std::move(Fs)},
+                {"classes", std::move(Cs)},
                 {"dtypes", std::move(Ds)}};
 }
 
@@ -337,7 +351,8 @@ std::optional<ProjectFacts> ProjectFacts::fromJson(const Value &V, std::string &
   return P;
 }
 
-std::shared_ptr<const ProjectFacts> ProjectFacts::load(const std::string &Path, std::string &Error) {
+std::shared_ptr<const ProjectFacts> ProjectFacts::load(const std::string &Path,
+                                                       std::string &Error) {
   struct Entry {
     llvm::sys::TimePoint<> Modified;
     uint64_t Size = 0;

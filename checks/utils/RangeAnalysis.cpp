@@ -146,8 +146,10 @@ static Interval multiply(const Interval &A, const Interval &B) {
     double V;
     bool Open;
   };
-  End Products[4] = {{A.Lo * B.Lo, A.LoOpen || B.LoOpen}, {A.Lo * B.Hi, A.LoOpen || B.HiOpen},
-                     {A.Hi * B.Lo, A.HiOpen || B.LoOpen}, {A.Hi * B.Hi, A.HiOpen || B.HiOpen}};
+  End Products[4] = {{A.Lo * B.Lo, A.LoOpen || B.LoOpen},
+                     {A.Lo * B.Hi, A.LoOpen || B.HiOpen},
+                     {A.Hi * B.Lo, A.HiOpen || B.LoOpen},
+                     {A.Hi * B.Hi, A.HiOpen || B.HiOpen}};
   Interval R;
   R.Lo = Inf, R.Hi = -Inf;
   for (const End &P : Products) {
@@ -168,7 +170,8 @@ static Interval reciprocalOf(const Interval &A) {
   if (A.contains(0) || A.isUnknown())
     return Interval::unknown();
   if (A.Lo >= 0 || A.Hi <= 0) {
-    Interval R = monotone(A, [](double V) { return V == 0 ? Inf : 1 / V; }, true);
+    Interval R = monotone(
+        A, [](double V) { return V == 0 ? Inf : 1 / V; }, true);
     if (A.Lo == 0) // (0, h]: 1/x reaches arbitrarily large values
       R.Hi = Inf, R.HiOpen = true;
     if (A.Hi == 0)
@@ -189,7 +192,8 @@ static Interval squareOf(const Interval &A) {
   if (A.Lo >= 0)
     return monotone(A, [](double V) { return V * V; });
   if (A.Hi <= 0)
-    return monotone(A, [](double V) { return V * V; }, true);
+    return monotone(
+        A, [](double V) { return V * V; }, true);
   double Hi = std::max(A.Lo * A.Lo, A.Hi * A.Hi);
   Interval R = Interval::closed(0, Hi);
   R.HiOpen = Hi == Inf;
@@ -240,10 +244,8 @@ static bool isHalf(kb::Format F) { return F == kb::Format::FP16 || F == kb::Form
 
 static kb::Format contextFormat(kb::Precision P) {
   switch (P) {
-  case kb::Precision::FP16:
-    return kb::Format::FP16;
-  case kb::Precision::BF16:
-    return kb::Format::BF16;
+  case kb::Precision::FP16: return kb::Format::FP16;
+  case kb::Precision::BF16: return kb::Format::BF16;
   default:
     // Under autocast, tensors that no op produced (inputs, parameters) are fp32.
     return kb::Format::FP32;
@@ -328,15 +330,12 @@ kb::Format RangeAnalysis::computeFormat(const Expr *E,
     kb::Format Lowered =
         Context == kb::Precision::AutocastFP16 ? kb::Format::FP16 : kb::Format::BF16;
     switch (OpEntry ? OpEntry->Autocast : kb::AutocastPolicy::None) {
-    case kb::AutocastPolicy::Lower:
-      return Lowered;
+    case kb::AutocastPolicy::Lower: return Lowered;
     case kb::AutocastPolicy::FP32:
     case kb::AutocastPolicy::FP32UnlessDtype:
-    case kb::AutocastPolicy::Banned:
-      return kb::Format::FP32;
+    case kb::AutocastPolicy::Banned: return kb::Format::FP32;
     case kb::AutocastPolicy::Promote:
-    case kb::AutocastPolicy::None:
-      return Input;
+    case kb::AutocastPolicy::None: return Input;
     }
   }
   return Input;
@@ -406,8 +405,8 @@ static std::string joinOrigins(const Interval &A, const Interval &B) {
   return A.Origin + "; " + B.Origin;
 }
 
-Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op,
-                                        std::optional<kb::Format>, int Depth) const {
+Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op, std::optional<kb::Format>,
+                                        int Depth) const {
   kb::Format F = formatOf(&Op);
   OverloadedOperatorKind K = Op.getOperator();
   if (Op.getNumArgs() == 1) {
@@ -424,20 +423,11 @@ Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op,
   Interval B = rangeImpl(Op.getArg(1), F, Depth + 1);
   Interval R;
   switch (K) {
-  case OO_Plus:
-    R = add(A, B);
-    break;
-  case OO_Minus:
-    R = add(A, negate(B));
-    break;
-  case OO_Star:
-    R = multiply(A, B);
-    break;
-  case OO_Slash:
-    R = divide(A, B);
-    break;
-  default:
-    return Interval::unknown();
+  case OO_Plus: R = add(A, B); break;
+  case OO_Minus: R = add(A, negate(B)); break;
+  case OO_Star: R = multiply(A, B); break;
+  case OO_Slash: R = divide(A, B); break;
+  default: return Interval::unknown();
   }
   if (R.isUnknown())
     return R;
@@ -515,7 +505,8 @@ Interval RangeAnalysis::rangeOfCall(const CallExpr &Call, std::optional<kb::Form
       R = monotone(In, [](double V) { return std::sqrt(V); });
   } else if (T == "rsqrt") {
     if (In.Lo > 0)
-      R = monotone(In, [](double V) { return 1 / std::sqrt(V); }, true);
+      R = monotone(
+          In, [](double V) { return 1 / std::sqrt(V); }, true);
   } else if (T == "reciprocal") {
     R = reciprocalOf(In);
   } else if (T == "square") {

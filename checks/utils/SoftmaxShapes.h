@@ -21,8 +21,8 @@ const Expr *resolveStableLocals(const Expr *E, const RangeAnalysis &Ranges, bool
 
 struct SoftmaxUnderLog {
   const CallExpr *Softmax = nullptr;
-  bool Plain = true;          ///< the log's argument is the softmax call itself
-  std::optional<double> Eps;  ///< the constant added to the probabilities
+  bool Plain = true;         ///< the log's argument is the softmax call itself
+  std::optional<double> Eps; ///< the constant added to the probabilities
   bool Clamped = false;
 };
 /// The softmax whose probabilities reach a log's argument: directly, through locals, an

@@ -187,28 +187,20 @@ std::optional<TorchCall> classifyTorchCall(const CallExpr &Call) {
 
 std::string TorchCall::spelled() const {
   switch (Kind) {
-  case Spelling::Function:
-    return "torch::" + Name;
-  case Spelling::Method:
-    return "Tensor::" + Name;
-  case Spelling::Functional:
-    return "torch::nn::functional::" + Name;
-  case Spelling::Module:
-    return "torch::nn::" + Name;
+  case Spelling::Function: return "torch::" + Name;
+  case Spelling::Method: return "Tensor::" + Name;
+  case Spelling::Functional: return "torch::nn::functional::" + Name;
+  case Spelling::Module: return "torch::nn::" + Name;
   }
   return Name;
 }
 
 const kb::Op *lookupOp(const TorchCall &Call, const kb::KnowledgeBase &KB) {
   switch (Call.Kind) {
-  case Spelling::Function:
-    return KB.findFunction(Call.Name);
-  case Spelling::Method:
-    return KB.findMethod(Call.Name);
-  case Spelling::Functional:
-    return KB.findFunctional(Call.Name);
-  case Spelling::Module:
-    return KB.findModule(Call.Name);
+  case Spelling::Function: return KB.findFunction(Call.Name);
+  case Spelling::Method: return KB.findMethod(Call.Name);
+  case Spelling::Functional: return KB.findFunctional(Call.Name);
+  case Spelling::Module: return KB.findModule(Call.Name);
   }
   return nullptr;
 }
@@ -243,8 +235,8 @@ std::optional<kb::Format> formatOfDtypeName(const NamedDecl &D) {
     return kb::Format::FP16;
   if (N == "kBFloat16")
     return kb::Format::BF16;
-  if (N == "kFloat" || N == "kFloat32" || N == "kF32" || N == "kDouble" ||
-      N == "kFloat64" || N == "kF64")
+  if (N == "kFloat" || N == "kFloat32" || N == "kF32" || N == "kDouble" || N == "kFloat64" ||
+      N == "kF64")
     return kb::Format::FP32;
   return std::nullopt;
 }
@@ -265,7 +257,9 @@ static std::optional<kb::Format> lowestDtypeIn(const Stmt *E, int Depth) {
   std::optional<kb::Format> Lowest;
   auto Consider = [&](std::optional<kb::Format> F) {
     // fp16 < bf16 < fp32: the narrowest range is the one that can fail.
-    auto Rank = [](kb::Format X) { return X == kb::Format::FP16 ? 0 : X == kb::Format::BF16 ? 1 : 2; };
+    auto Rank = [](kb::Format X) {
+      return X == kb::Format::FP16 ? 0 : X == kb::Format::BF16 ? 1 : 2;
+    };
     if (F && (!Lowest || Rank(*F) < Rank(*Lowest)))
       Lowest = F;
   };
@@ -300,9 +294,9 @@ bool dtypeIsTheResultsOnly(const TorchCall &Call) {
 bool isDefaultDtypeFactory(const TorchCall &Call) {
   // Factories whose floating result takes the default dtype. The *_like and new_*
   // forms copy another tensor's dtype and are not here.
-  static const llvm::StringRef Factories[] = {"full",  "zeros", "ones",     "empty",
-                                              "rand",  "randn", "linspace", "logspace",
-                                              "eye",   "empty_strided"};
+  static const llvm::StringRef Factories[] = {"full", "zeros",        "ones",     "empty",
+                                              "rand", "randn",        "linspace", "logspace",
+                                              "eye",  "empty_strided"};
   if (Call.Kind != Spelling::Function || Call.Self ||
       !llvm::is_contained(Factories, llvm::StringRef(Call.Name)))
     return false;

@@ -22,13 +22,14 @@ class ASTContext;
 namespace tidy::mpnanny {
 
 namespace kb = ::mpnanny::kb;
+namespace vocab = ::mpnanny::vocab;
 
 enum class Spelling { Function, Method, Functional, Module };
 
 struct TorchCall {
   const CallExpr *Call = nullptr;
   const FunctionDecl *Callee = nullptr;
-  std::string Name;       ///< unqualified name; for a module, the class without "Impl"
+  std::string Name; ///< unqualified name; for a module, the class without "Impl"
   Spelling Kind = Spelling::Function;
   const Expr *Self = nullptr; ///< the tensor operated on, when there is one
   /// Arguments after `self`, as written (default arguments dropped).

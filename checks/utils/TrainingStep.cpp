@@ -29,9 +29,7 @@ static bool saysScale(llvm::StringRef Name) {
   return L.find("scale") != std::string::npos && L.find("unscale") == std::string::npos;
 }
 
-/// Strips what the compiler adds around an expression, but not the constructions
-/// the user wrote (unlike ignoreConversions, which sees through one-argument ones).
-static const Expr *stripImplicit(const Expr *E) {
+const Expr *stripImplicit(const Expr *E) {
   while (E) {
     const Expr *Before = E;
     E = E->IgnoreImplicit()->IgnoreParens();
@@ -70,8 +68,7 @@ static bool inSystemHeader(const Decl &D) {
   return D.getASTContext().getSourceManager().isInSystemHeader(D.getLocation());
 }
 
-/// The variable at the root of `p`, `p.data()`, `kv.value()`, `*opt`, `model->x`.
-static const VarDecl *rootVariable(const Expr *E) {
+const VarDecl *rootVariable(const Expr *E) {
   for (int Depth = 0; E && Depth < 16; ++Depth) {
     E = ignoreConversions(E);
     if (const auto *Ref = dyn_cast<DeclRefExpr>(E))
@@ -103,7 +100,8 @@ std::optional<std::string> scalerMethod(const CallExpr &Call) {
   llvm::StringRef N = Member->getMethodDecl()->getName();
   if (N != "scale" && N != "unscale_" && N != "step" && N != "update")
     return std::nullopt;
-  if (!isScalerRecord(objectRecordOf(*Member)) && !isScalerRecord(Member->getMethodDecl()->getParent()))
+  if (!isScalerRecord(objectRecordOf(*Member)) &&
+      !isScalerRecord(Member->getMethodDecl()->getParent()))
     return std::nullopt;
   return N.str();
 }
@@ -244,8 +242,8 @@ bool isInPlaceWeightUpdate(const CallExpr &Call, ASTContext &Ctx) {
   auto TC = classifyTorchCall(Call);
   if (!TC || TC->Kind != Spelling::Method || !TC->Self)
     return false;
-  static const char *const Updates[] = {"add_",     "sub_",     "mul_",  "div_",
-                                        "copy_",    "addcdiv_", "addcmul_", "lerp_"};
+  static const char *const Updates[] = {"add_",  "sub_",     "mul_",     "div_",
+                                        "copy_", "addcdiv_", "addcmul_", "lerp_"};
   if (std::find(std::begin(Updates), std::end(Updates), TC->Name) == std::end(Updates))
     return false;
   if (mentionsGrad(TC->Self) || !isParameterVariable(rootVariable(TC->Self), Ctx))
@@ -279,7 +277,8 @@ static bool rescaledBefore(const VarDecl &V, unsigned Before, ASTContext &Ctx, i
   // The function that declares the local; a lambda's locals belong to the function holding it.
   const FunctionDecl *F = dyn_cast_or_null<FunctionDecl>(V.getParentFunctionOrMethod());
   while (F && isa<CXXMethodDecl>(F) && cast<CXXMethodDecl>(F)->getParent()->isLambda())
-    F = dyn_cast_or_null<FunctionDecl>(cast<CXXMethodDecl>(F)->getParent()->getParentFunctionOrMethod());
+    F = dyn_cast_or_null<FunctionDecl>(
+        cast<CXXMethodDecl>(F)->getParent()->getParentFunctionOrMethod());
   if (!F || !F->getBody())
     return false;
   const SourceManager &SM = Ctx.getSourceManager();
@@ -291,16 +290,16 @@ static bool rescaledBefore(const VarDecl &V, unsigned Before, ASTContext &Ctx, i
   forEachStatement(*F, [&](const Stmt &S) {
     if (Found || orderOf(S, SM) >= Before)
       return;
-    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(&S); Op && Op->getNumArgs() == 2 &&
-                                                            RefersToV(Op->getArg(0))) {
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(&S);
+        Op && Op->getNumArgs() == 2 && RefersToV(Op->getArg(0))) {
       if (Op->getOperator() == OO_StarEqual && isScaleFactor(Op->getArg(1), Ctx))
         Found = true;
       else if (Op->getOperator() == OO_Equal && scaledExpr(Op->getArg(1), Before, Ctx, Depth + 1))
         Found = true;
     } else if (const auto *Call = dyn_cast<CallExpr>(&S)) {
-      if (auto TC = classifyTorchCall(*Call);
-          TC && TC->Kind == Spelling::Method && TC->Name == "mul_" && RefersToV(TC->Self) &&
-          !TC->Args.empty() && isScaleFactor(TC->Args[0], Ctx))
+      if (auto TC = classifyTorchCall(*Call); TC && TC->Kind == Spelling::Method &&
+                                              TC->Name == "mul_" && RefersToV(TC->Self) &&
+                                              !TC->Args.empty() && isScaleFactor(TC->Args[0], Ctx))
         Found = true;
     }
   });
@@ -372,7 +371,8 @@ bool isScaledBackward(const CallExpr &Backward, const Expr *Loss, ASTContext &Ct
       return true;
     bool Big = false;
     visitDescendants(Arg, [&](const Stmt *S) {
-      if (const auto *X = dyn_cast<Expr>(S); X && (isa<FloatingLiteral>(X) || isa<IntegerLiteral>(X)))
+      if (const auto *X = dyn_cast<Expr>(S);
+          X && (isa<FloatingLiteral>(X) || isa<IntegerLiteral>(X)))
         if (auto V = evaluateNumber(X, Ctx); V && *V > 1)
           Big = true;
       return !Big;
@@ -389,8 +389,8 @@ static bool unscalesImpl(const Stmt &S, ASTContext &Ctx, int Depth,
   visitDescendants(&S, [&](const Stmt *X) {
     if (Found)
       return false;
-    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(X); Op && Op->getNumArgs() == 2 &&
-                                                          mentionsGrad(Op->getArg(0))) {
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(X);
+        Op && Op->getNumArgs() == 2 && mentionsGrad(Op->getArg(0))) {
       const Expr *Rhs = Op->getArg(1);
       if (Op->getOperator() == OO_SlashEqual ||
           (Op->getOperator() == OO_StarEqual && mentionsScaleName(Rhs)))
@@ -434,8 +434,8 @@ static bool unscalesImpl(const Stmt &S, ASTContext &Ctx, int Depth,
     }
     // A user helper that unscales: `unscale_gradients(model, scale)` by another name.
     if (Depth < 3 && !inSystemHeader(*Callee))
-      if (const FunctionDecl *Def = Callee->getDefinition(); Def && Def->getBody() &&
-                                                             Seen.insert(Def).second)
+      if (const FunctionDecl *Def = Callee->getDefinition();
+          Def && Def->getBody() && Seen.insert(Def).second)
         if (unscalesImpl(*Def->getBody(), Ctx, Depth + 1, Seen))
           return !(Found = true);
     return true;
@@ -448,13 +448,15 @@ bool unscalesGradients(const Stmt &S, ASTContext &Ctx) {
   return unscalesImpl(S, Ctx, 0, Seen);
 }
 
-static bool clearsImpl(const Stmt &S, int Depth, llvm::SmallPtrSetImpl<const FunctionDecl *> &Seen) {
+static bool clearsImpl(const Stmt &S, int Depth,
+                       llvm::SmallPtrSetImpl<const FunctionDecl *> &Seen) {
   bool Found = false;
   auto Enter = [&](const FunctionDecl *FD) {
     if (!FD || Depth >= 4 || inSystemHeader(*FD))
       return;
     const FunctionDecl *Def = FD->getDefinition();
-    if (Def && Def->getBody() && Seen.insert(Def).second && clearsImpl(*Def->getBody(), Depth + 1, Seen))
+    if (Def && Def->getBody() && Seen.insert(Def).second &&
+        clearsImpl(*Def->getBody(), Depth + 1, Seen))
       Found = true;
   };
   visitDescendants(&S, [&](const Stmt *X) {
@@ -481,185 +483,6 @@ bool clearsAutocastCache(const Stmt &S) {
   return clearsImpl(S, 0, Seen);
 }
 
-/// `model->to(torch::kHalf)` conversions of the module variable V in F; the last one wins.
-static std::optional<ParameterFormat> moduleConversionIn(const VarDecl &V, const FunctionDecl &F,
-                                                         ASTContext &Ctx) {
-  const SourceManager &SM = Ctx.getSourceManager();
-  std::optional<ParameterFormat> Last;
-  unsigned LastOrder = 0;
-  forEachStatement(F, [&](const Stmt &S) {
-    const auto *Member = dyn_cast<CXXMemberCallExpr>(&S);
-    if (!Member || !Member->getMethodDecl() || !Member->getMethodDecl()->getIdentifier() ||
-        Member->getMethodDecl()->getName() != "to" ||
-        Member->getMethodDecl()->getParent()->getQualifiedNameAsString() != "torch::nn::Module" ||
-        rootVariable(Member->getImplicitObjectArgument()) != &V)
-      return;
-    for (const Expr *Arg : Member->arguments())
-      if (auto D = dtypeNamedIn(Arg)) {
-        if (orderOf(S, SM) >= LastOrder) {
-          LastOrder = orderOf(S, SM);
-          Last = ParameterFormat{*D, SM.getExpansionLoc(Member->getBeginLoc()),
-                                 "the model '" + V.getNameAsString() + "' is converted to " +
-                                     kb::toString(*D) + " here"};
-        }
-        break;
-      }
-  });
-  if (Last && Last->Value == kb::Format::FP32)
-    return std::nullopt;
-  return Last;
-}
-
-static std::optional<ParameterFormat> parameterFormatImpl(const Expr *Params, const FunctionDecl &F,
-                                                          const PrecisionContext &Context,
-                                                          ASTContext &Ctx, int Depth);
-
-/// The format of a list of tensors: half if an element is known half and none fp32.
-static std::optional<ParameterFormat>
-elementsFormat(llvm::ArrayRef<const Expr *> Elements, const FunctionDecl &F,
-               const PrecisionContext &Context, ASTContext &Ctx, int Depth) {
-  const SourceManager &SM = Ctx.getSourceManager();
-  std::optional<ParameterFormat> Half;
-  for (const Expr *E : Elements) {
-    std::optional<kb::Format> Known = Context.knownFormat(E);
-    if (!Known) {
-      // `for (auto &p : model->parameters()) list.push_back(p)`
-      if (const VarDecl *V = rootVariable(E))
-        for (const DynTypedNode &P : Ctx.getParents(*V))
-          if (const auto *DS = P.get<DeclStmt>())
-            for (const DynTypedNode &Q : Ctx.getParents(*DS))
-              if (const auto *For = Q.get<CXXForRangeStmt>(); For && For->getLoopVariable() == V)
-                if (auto R = parameterFormatImpl(For->getRangeInit(), F, Context, Ctx, Depth + 1)) {
-                  Known = R->Value;
-                  if (!Half && Known != kb::Format::FP32)
-                    Half = R;
-                }
-      continue;
-    }
-    if (*Known == kb::Format::FP32)
-      return std::nullopt; // a master copy in fp32
-    if (!Half)
-      Half = ParameterFormat{*Known, SM.getExpansionLoc(E->getBeginLoc()),
-                             std::string("this parameter is ") + kb::toString(*Known)};
-  }
-  return Half;
-}
-
-static void collectElements(const Expr *E, llvm::SmallVectorImpl<const Expr *> &Out) {
-  E = stripImplicit(E);
-  if (!E)
-    return;
-  if (const auto *IL = dyn_cast<InitListExpr>(E)) {
-    for (const Expr *Init : IL->inits())
-      if (isTensorType(Init->getType()))
-        Out.push_back(Init);
-      else
-        collectElements(Init, Out);
-    return;
-  }
-  if (const auto *SIL = dyn_cast<CXXStdInitializerListExpr>(E))
-    return collectElements(SIL->getSubExpr(), Out);
-  if (const auto *CE = dyn_cast<CXXConstructExpr>(E))
-    for (const Expr *Arg : CE->arguments())
-      collectElements(Arg, Out);
-}
-
-static std::optional<ParameterFormat> parameterFormatImpl(const Expr *Params, const FunctionDecl &F,
-                                                          const PrecisionContext &Context,
-                                                          ASTContext &Ctx, int Depth) {
-  if (!Params || Depth > 6)
-    return std::nullopt;
-  const Expr *P = stripImplicit(Params);
-  // A copy of a list: std::vector<Tensor>(model->parameters()), or a local passed by value.
-  if (const auto *CE = dyn_cast<CXXConstructExpr>(P);
-      CE && CE->getNumArgs() >= 1 && !isTensorType(CE->getType()) &&
-      (CE->getNumArgs() == 1 || isa<CXXDefaultArgExpr>(CE->getArg(1))))
-    if (const Expr *Source = stripImplicit(CE->getArg(0));
-        isa<CXXMemberCallExpr>(Source) || isa<DeclRefExpr>(Source))
-      P = Source;
-  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(P)) {
-    const CXXMethodDecl *M = Member->getMethodDecl();
-    llvm::StringRef N = M && M->getIdentifier() ? M->getName() : "";
-    const Expr *Object = Member->getImplicitObjectArgument();
-    if (N == "values")
-      if (const auto *Inner = dyn_cast_or_null<CXXMemberCallExpr>(ignoreConversions(Object));
-          Inner && Inner->getMethodDecl() && Inner->getMethodDecl()->getIdentifier() &&
-          Inner->getMethodDecl()->getName() == "named_parameters") {
-        N = "parameters";
-        Object = Inner->getImplicitObjectArgument();
-      }
-    if (N == "parameters")
-      if (const VarDecl *Model = rootVariable(Object))
-        return moduleConversionIn(*Model, F, Ctx);
-    return std::nullopt;
-  }
-  llvm::SmallVector<const Expr *, 8> Elements;
-  if (const auto *Ref = dyn_cast<DeclRefExpr>(P)) {
-    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-    if (!Var || !Var->isLocalVarDecl())
-      return std::nullopt;
-    if (const Expr *Init = Var->getInit()) {
-      const Expr *I = stripImplicit(Init);
-      if (isa<CXXMemberCallExpr>(I) || isa<DeclRefExpr>(I))
-        if (auto R = parameterFormatImpl(I, F, Context, Ctx, Depth + 1))
-          return R;
-      collectElements(Init, Elements);
-    }
-    forEachStatement(F, [&](const Stmt &S) {
-      const auto *Member = dyn_cast<CXXMemberCallExpr>(&S);
-      if (Member && Member->getMethodDecl() && Member->getMethodDecl()->getIdentifier() &&
-          (Member->getMethodDecl()->getName() == "push_back" ||
-           Member->getMethodDecl()->getName() == "emplace_back") &&
-          Member->getNumArgs() == 1 && rootVariable(Member->getImplicitObjectArgument()) == Var)
-        Elements.push_back(Member->getArg(0));
-    });
-  } else {
-    collectElements(P, Elements);
-  }
-  if (Elements.empty())
-    return std::nullopt;
-  return elementsFormat(Elements, F, Context, Ctx, Depth);
-}
-
-std::optional<ParameterFormat> parameterFormat(const Expr *Params, const FunctionDecl &F,
-                                               const PrecisionContext &Context, ASTContext &Ctx) {
-  auto R = parameterFormatImpl(Params, F, Context, Ctx, 0);
-  if (R && R->Value == kb::Format::FP32)
-    return std::nullopt;
-  return R;
-}
-
-const Expr *constructedOptimizerParameters(const Expr *Construction) {
-  const Expr *E = stripImplicit(Construction);
-  if (!E)
-    return nullptr;
-  if (const auto *New = dyn_cast<CXXNewExpr>(E))
-    E = New->getConstructExpr();
-  if (const auto *CE = dyn_cast_or_null<CXXConstructExpr>(E)) {
-    if (CE->getNumArgs() >= 1 && isOptimizerRecord(CE->getConstructor()->getParent()))
-      return CE->getArg(0);
-    return nullptr;
-  }
-  // std::make_shared<torch::optim::Adam>(params, options)
-  if (const auto *Call = dyn_cast_or_null<CallExpr>(E))
-    if (const FunctionDecl *Callee = Call->getDirectCallee();
-        Callee && Callee->getIdentifier() &&
-        (Callee->getName() == "make_shared" || Callee->getName() == "make_unique") &&
-        Call->getNumArgs() >= 1)
-      if (const TemplateArgumentList *Args = Callee->getTemplateSpecializationArgs();
-          Args && Args->size() >= 1 && Args->get(0).getKind() == TemplateArgument::Type &&
-          isOptimizerRecord(Args->get(0).getAsType()->getAsCXXRecordDecl()))
-        return Call->getArg(0);
-  return nullptr;
-}
-
-const Expr *optimizerParameters(const Expr *Optimizer) {
-  const VarDecl *V = rootVariable(Optimizer);
-  if (!V || !V->isLocalVarDecl() || !V->getInit())
-    return nullptr;
-  return constructedOptimizerParameters(V->getInit());
-}
-
 static bool usesMixedPrecisionImpl(const FunctionDecl &F, const PrecisionContext &Context,
                                    int Depth) {
   if (!F.getBody())
@@ -675,7 +498,8 @@ static bool usesMixedPrecisionImpl(const FunctionDecl &F, const PrecisionContext
     // A helper that runs the forward under autocast makes its caller a mixed step.
     if (const FunctionDecl *Callee = cast<CallExpr>(S)->getDirectCallee(); Callee && Depth < 3)
       if (const FunctionDecl *Def = Callee->getDefinition();
-          Def && Def != &F && !inSystemHeader(*Def) && usesMixedPrecisionImpl(*Def, Context, Depth + 1))
+          Def && Def != &F && !inSystemHeader(*Def) &&
+          usesMixedPrecisionImpl(*Def, Context, Depth + 1))
         Found = true;
     return !Found;
   });
@@ -724,7 +548,8 @@ public:
   }
   bool VisitCallExpr(CallExpr *C) {
     if (const FunctionDecl *Callee = C->getDirectCallee();
-        Callee && Callee->getQualifiedNameAsString() == "at::autocast::set_autocast_cache_enabled" &&
+        Callee &&
+        Callee->getQualifiedNameAsString() == "at::autocast::set_autocast_cache_enabled" &&
         C->getNumArgs() == 1)
       if (auto V = evaluateNumber(C->getArg(0), Ctx); V && *V == 0)
         Found = true;
@@ -749,8 +574,7 @@ bool translationUnitUsesMixedPrecision(ASTContext &Ctx, const PrecisionContext &
   return Finder.Found;
 }
 
-bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor,
-                   ASTContext &Ctx) {
+bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor, ASTContext &Ctx) {
   // Only loss scaling: a loss, a factor named as a scale, or a product fed to backward().
   auto NameOf = [](const Expr *E) -> std::string {
     E = ignoreConversions(E);

@@ -20,6 +20,12 @@
 
 namespace clang::tidy::mpnanny {
 
+/// What the compiler adds around an expression stripped, but not the constructions the
+/// user wrote (unlike ignoreConversions, which sees through one-argument ones).
+const Expr *stripImplicit(const Expr *E);
+/// The variable at the root of `p`, `p.data()`, `kv.value()`, `*opt`, `model->x`.
+const VarDecl *rootVariable(const Expr *E);
+
 /// Statement order: the file offset of the statement's start after macro expansion.
 unsigned orderOf(const Stmt &S, const SourceManager &SM);
 
@@ -95,8 +101,7 @@ bool translationUnitUsesMixedPrecision(ASTContext &Ctx, const PrecisionContext &
 
 /// A product that scales a loss: the tensor is named as a loss, the factor as a scale, or
 /// the product is fed to backward().
-bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor,
-                   ASTContext &Ctx);
+bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor, ASTContext &Ctx);
 
 } // namespace clang::tidy::mpnanny
 

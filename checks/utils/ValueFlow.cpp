@@ -270,8 +270,8 @@ void ValueFlow::valuesInto(const Expr *E, FlowValues &Out, const std::string &Vi
         if (Out.Values.size() < MaxValues)
           Out.Values.push_back({BO->getOpcode() == BO_Add ? A.Value + B.Value : A.Value - B.Value,
                                 joined(A.Via, B.Via)});
-    Out.Complete = Out.Complete && L.Complete && R.Complete && !L.Values.empty() &&
-                   !R.Values.empty();
+    Out.Complete =
+        Out.Complete && L.Complete && R.Complete && !L.Values.empty() && !R.Values.empty();
     return;
   }
   Out.Complete = false;
@@ -346,9 +346,10 @@ void ValueFlow::memberValues(const FieldDecl &Field, FlowValues &Out, const std:
       for (const CXXCtorInitializer *Init : Ctor->inits())
         if (Init->isWritten() && Init->getMember() == &Field) {
           Written = true;
-          valuesInto(Init->getInit(), Out,
-                     joined(Via, Name + " initialised at " + lineOf(Init->getSourceLocation(), Ctx)),
-                     Depth + 1);
+          valuesInto(
+              Init->getInit(), Out,
+              joined(Via, Name + " initialised at " + lineOf(Init->getSourceLocation(), Ctx)),
+              Depth + 1);
         }
       if (!Written)
         InClassUsed = true;
@@ -363,8 +364,8 @@ void ValueFlow::memberValues(const FieldDecl &Field, FlowValues &Out, const std:
   }
   if (auto It = Indexed->MemberWrites.find(&Field); It != Indexed->MemberWrites.end())
     for (const Expr *Value : It->second)
-      valuesInto(Value, Out,
-                 joined(Via, Name + " set at " + lineOf(Value->getBeginLoc(), Ctx)), Depth + 1);
+      valuesInto(Value, Out, joined(Via, Name + " set at " + lineOf(Value->getBeginLoc(), Ctx)),
+                 Depth + 1);
 }
 
 } // namespace clang::tidy::mpnanny

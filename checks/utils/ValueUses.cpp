@@ -141,7 +141,8 @@ private:
       if (!M || !M->getIdentifier())
         return std::nullopt;
       const bool OnValue = isObjectOf(*Member, Child);
-      if (auto K = useByCall(M->getName(), /*AsDivisor=*/!OnValue); K && (OnValue || *K == UseKind::Divisor))
+      if (auto K = useByCall(M->getName(), /*AsDivisor=*/!OnValue);
+          K && (OnValue || *K == UseKind::Divisor))
         return found(*K, Member);
       return std::nullopt;
     }

@@ -159,14 +159,14 @@ __device__ inline Scalars empty_scalars() {
 }
 
 __device__ inline Scalars scalars_of(const ThreadCounts& t) {
-  return Scalars{t.nan, t.inf, t.zero, t.h_over, t.h_sub, t.h_flush, t.b_over, t.b_sub, t.b_flush,
-                 t.sum, t.sum_squares, t.max_abs, t.min_abs};
+  return Scalars{t.nan,   t.inf,     t.zero, t.h_over,      t.h_sub,   t.h_flush, t.b_over,
+                 t.b_sub, t.b_flush, t.sum,  t.sum_squares, t.max_abs, t.min_abs};
 }
 
 __device__ inline Scalars scalars_of(const DeviceStats& d) {
-  return Scalars{d.nan_count, d.inf_count, d.zero_count, d.fp16_overflow, d.fp16_subnormal, d.fp16_flush,
-                 d.bf16_overflow, d.bf16_subnormal, d.bf16_flush, d.sum, d.sum_squares, d.max_abs,
-                 d.min_abs_nonzero};
+  return Scalars{d.nan_count,   d.inf_count,     d.zero_count,     d.fp16_overflow, d.fp16_subnormal,
+                 d.fp16_flush,  d.bf16_overflow, d.bf16_subnormal, d.bf16_flush,    d.sum,
+                 d.sum_squares, d.max_abs,       d.min_abs_nonzero};
 }
 
 __device__ inline void store(const Scalars& s, DeviceStats* out) {
@@ -239,8 +239,8 @@ __device__ inline void block_reduce(Scalars mine, Scalars* scratch, DeviceStats*
 // is aligned, and writes one partial result. Loop trip counts depend on the block only, so whole
 // warps stay converged for the warp-wide bucket matching.
 template <typename Element>
-__global__ void __launch_bounds__(kThreads) partial_stats_kernel(const void* data, int64_t numel, bool vectorized,
-                                                                 DeviceStats* partials) {
+__global__ void __launch_bounds__(kThreads)
+    partial_stats_kernel(const void* data, int64_t numel, bool vectorized, DeviceStats* partials) {
   using R = Reader<Element>;
   __shared__ unsigned histogram[kWarps][kHistogramBuckets];
   __shared__ Scalars scratch[kWarps];
@@ -279,8 +279,8 @@ __global__ void __launch_bounds__(kThreads) partial_stats_kernel(const void* dat
 }
 
 // Pass 2: one block folds the partials into the result.
-__global__ void __launch_bounds__(kThreads) final_stats_kernel(const DeviceStats* partials, int blocks,
-                                                               DeviceStats* result) {
+__global__ void __launch_bounds__(kThreads)
+    final_stats_kernel(const DeviceStats* partials, int blocks, DeviceStats* result) {
   __shared__ Scalars scratch[kWarps];
   Scalars mine = empty_scalars();
   for (int b = threadIdx.x; b < blocks; b += kThreads) merge(mine, scalars_of(partials[b]));
@@ -298,7 +298,8 @@ cudaError_t launch(const void* data, int64_t numel, cudaStream_t stream, StatWor
   const bool vectorized = (reinterpret_cast<uintptr_t>(data) % sizeof(uint4)) == 0;
   const int64_t units = vectorized ? numel / R::kPerVector + 1 : numel;
   const int64_t wanted = (units + kThreads - 1) / kThreads;
-  const int blocks = static_cast<int>(wanted < workspace.grid_size() ? (wanted < 1 ? 1 : wanted) : workspace.grid_size());
+  const int blocks =
+      static_cast<int>(wanted < workspace.grid_size() ? (wanted < 1 ? 1 : wanted) : workspace.grid_size());
   partial_stats_kernel<Element><<<blocks, kThreads, 0, stream>>>(data, numel, vectorized, workspace.partials());
   final_stats_kernel<<<1, kThreads, 0, stream>>>(workspace.partials(), blocks, workspace.device_result());
   const cudaError_t launched = cudaGetLastError();
@@ -341,14 +342,10 @@ cudaError_t launch_tensor_stats(const void* data, int64_t numel, ElementType typ
                                 StatWorkspace& workspace) {
   if (workspace.grid_size() <= 0) return cudaErrorNotReady;
   switch (type) {
-    case ElementType::Half:
-      return launch<__half>(data, numel, stream, workspace);
-    case ElementType::BFloat16:
-      return launch<BFloat16Tag>(data, numel, stream, workspace);
-    case ElementType::Float:
-      return launch<float>(data, numel, stream, workspace);
-    case ElementType::Double:
-      return launch<double>(data, numel, stream, workspace);
+    case ElementType::Half: return launch<__half>(data, numel, stream, workspace);
+    case ElementType::BFloat16: return launch<BFloat16Tag>(data, numel, stream, workspace);
+    case ElementType::Float: return launch<float>(data, numel, stream, workspace);
+    case ElementType::Double: return launch<double>(data, numel, stream, workspace);
   }
   return cudaErrorInvalidValue;
 }

@@ -53,13 +53,15 @@ void compare(const at::Tensor& device_tensor, const std::string& name) {
   count("bf16_flush", cpu.bf16_flush, gpu.bf16_flush);
   for (int b = 0; b < mpnanny::kHistogramBuckets; ++b)
     count(("histogram[" + std::to_string(b) + "]").c_str(), cpu.histogram[b], gpu.histogram[b]);
-  expect(cpu.max_abs == gpu.max_abs, name + ".max_abs", std::to_string(cpu.max_abs) + " vs " + std::to_string(gpu.max_abs));
+  expect(cpu.max_abs == gpu.max_abs, name + ".max_abs",
+         std::to_string(cpu.max_abs) + " vs " + std::to_string(gpu.max_abs));
   expect(cpu.min_abs_nonzero == gpu.min_abs_nonzero, name + ".min_abs_nonzero",
          std::to_string(cpu.min_abs_nonzero) + " vs " + std::to_string(gpu.min_abs_nonzero));
   // Sums differ only in the order of additions: bound by the magnitude added up.
   const double scale = std::sqrt(cpu.sum_squares * static_cast<double>(std::max<int64_t>(cpu.numel, 1)));
   const double tolerance = 1e-5 * scale + 1e-300;
-  expect(std::fabs(cpu.sum - gpu.sum) <= tolerance, name + ".sum", std::to_string(cpu.sum) + " vs " + std::to_string(gpu.sum));
+  expect(std::fabs(cpu.sum - gpu.sum) <= tolerance, name + ".sum",
+         std::to_string(cpu.sum) + " vs " + std::to_string(gpu.sum));
   expect(std::fabs(cpu.sum_squares - gpu.sum_squares) <= 1e-5 * cpu.sum_squares + 1e-300, name + ".sum_squares",
          std::to_string(cpu.sum_squares) + " vs " + std::to_string(gpu.sum_squares));
   std::printf("  %-40s %s\n", name.c_str(), failures == before ? "ok" : "FAILED");
@@ -69,10 +71,25 @@ void compare(const at::Tensor& device_tensor, const std::string& name) {
 // doubles beyond float, and a log-uniform spread over the whole histogram.
 at::Tensor crafted(int64_t n, at::ScalarType dtype) {
   at::Tensor x = at::exp2(at::rand({n}, at::kDouble) * 300.0 - 150.0) * (at::randint(0, 2, {n}, at::kDouble) * 2 - 1);
-  const double specials[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
-                             -std::numeric_limits<double>::infinity(), 0.0, -0.0, 65504.0, 65520.0, 72013.0,
-                             6.103515625e-05, 3e-05, 2.98023223876953125e-08, 2e-08, 1e-40, 4e-41, 3.4e38, 1e300,
-                             1e-300, 1.0, -1.0};
+  const double specials[] = {std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(),
+                             0.0,
+                             -0.0,
+                             65504.0,
+                             65520.0,
+                             72013.0,
+                             6.103515625e-05,
+                             3e-05,
+                             2.98023223876953125e-08,
+                             2e-08,
+                             1e-40,
+                             4e-41,
+                             3.4e38,
+                             1e300,
+                             1e-300,
+                             1.0,
+                             -1.0};
   const int64_t count = sizeof specials / sizeof specials[0];
   for (int64_t i = 0; i < count && i < n; ++i) x[i * 7 % n] = specials[i];
   return x.to(dtype);
@@ -155,14 +172,14 @@ int main() {
     const int64_t n = bytes / static_cast<int64_t>(c10::elementSize(dtype));
     const at::Tensor x = at::randn({n}, at::TensorOptions().dtype(dtype).device(gpu));
     const at::Tensor y = at::empty_like(x);
-    const float stat_ms = time_ms(
-        [&] { mpnanny::cuda::launch_tensor_stats(x.data_ptr(), n, type, stream, workspace); }, stream, 20);
+    const float stat_ms =
+        time_ms([&] { mpnanny::cuda::launch_tensor_stats(x.data_ptr(), n, type, stream, workspace); }, stream, 20);
     const float copy_ms = time_ms(
         [&] { cudaMemcpyAsync(y.data_ptr(), x.data_ptr(), bytes, cudaMemcpyDeviceToDevice, stream); }, stream, 20);
     const double stat_gbs = bytes / (stat_ms * 1e6);
     const double copy_gbs = 2.0 * bytes / (copy_ms * 1e6);
-    std::printf("  %-10s stats %8.1f GB/s (%.3f ms)  copy %8.1f GB/s (%.3f ms)  share %.0f %%\n",
-                c10::toString(dtype), stat_gbs, stat_ms, copy_gbs, copy_ms, 100.0 * stat_gbs / copy_gbs);
+    std::printf("  %-10s stats %8.1f GB/s (%.3f ms)  copy %8.1f GB/s (%.3f ms)  share %.0f %%\n", c10::toString(dtype),
+                stat_gbs, stat_ms, copy_gbs, copy_ms, 100.0 * stat_gbs / copy_gbs);
   }
   const cudaError_t error = cudaDeviceSynchronize();
   if (error != cudaSuccess) {

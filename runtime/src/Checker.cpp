@@ -7,9 +7,7 @@
 
 namespace mpnanny {
 
-const FormatLimits& limits_of(Precision precision) {
-  return precision == Precision::FP16 ? kFp16Limits : kBf16Limits;
-}
+const FormatLimits& limits_of(Precision precision) { return precision == Precision::FP16 ? kFp16Limits : kBf16Limits; }
 
 namespace {
 
@@ -29,9 +27,9 @@ std::vector<Finding> check_values(const TensorStats& stats, Precision precision,
   const FormatLimits& limits = limits_of(precision);
   const char* format_name = to_string(precision);
   if (stats.nan_count > 0) {
-    findings.push_back({AlertType::Nan, Severity::Error, static_cast<double>(stats.nan_count), 0.0,
-                        format("%.0f NaN values of %.0f", static_cast<double>(stats.nan_count),
-                               static_cast<double>(stats.numel))});
+    findings.push_back(
+        {AlertType::Nan, Severity::Error, static_cast<double>(stats.nan_count), 0.0,
+         format("%.0f NaN values of %.0f", static_cast<double>(stats.nan_count), static_cast<double>(stats.numel))});
   }
   const int64_t overflow_count = precision == Precision::FP16 ? stats.fp16_overflow : stats.bf16_overflow;
   if (stats.inf_count > 0 && !stored_in_target_precision) {
@@ -58,8 +56,8 @@ std::vector<Finding> check_values(const TensorStats& stats, Precision precision,
     const double share = nonzero > 0 ? static_cast<double>(below_normal) / static_cast<double>(nonzero) : 0.0;
     if (below_normal >= thresholds.underflow_min_count && share >= thresholds.underflow_share) {
       findings.push_back({AlertType::Underflow, Severity::Warning, share, thresholds.underflow_share,
-                          format("%.1f%% of the non-zero values (%.0f) are below the smallest normal %g",
-                                 100.0 * share, static_cast<double>(below_normal), limits.min_normal)});
+                          format("%.1f%% of the non-zero values (%.0f) are below the smallest normal %g", 100.0 * share,
+                                 static_cast<double>(below_normal), limits.min_normal)});
     }
   }
   return findings;
@@ -115,8 +113,7 @@ std::optional<double> RobustBaseline::upper_bound() const {
   size_t left = middle, right = middle;  // next candidates: values[left - 1], values[right]
   double deviation_at_middle = 0.0;
   for (size_t taken = 0; taken <= middle; ++taken) {
-    const bool take_left =
-        left > 0 && (right >= values.size() || median - values[left - 1] <= values[right] - median);
+    const bool take_left = left > 0 && (right >= values.size() || median - values[left - 1] <= values[right] - median);
     deviation_at_middle = take_left ? median - values[--left] : values[right++] - median;
   }
   const double deviation = std::max(1.4826 * deviation_at_middle, thresholds_.adaptive_min_deviation_log2);

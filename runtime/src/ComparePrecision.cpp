@@ -181,14 +181,14 @@ PrecisionComparison compare_precision(const std::shared_ptr<torch::nn::Module>& 
   };
 
   try {
-    std::tie(result.reference_db, result.reference_loss) = pass("fp32", false);
+    std::tie(result.reference_db, result.reference_loss) = pass(vocab::name(vocab::Format::FP32), false);
   } catch (const std::exception& error) {
     result.error = std::string("the fp32 pass failed: ") + error.what();
     model->train(was_training);
     return result;
   }
   try {
-    std::tie(result.low_db, result.low_loss) = pass(precision == Precision::BF16 ? "bf16" : "fp16", true);
+    std::tie(result.low_db, result.low_loss) = pass(to_string(precision), true);
     result.low_ran = true;
     result.loss_relative_difference =
         std::fabs(result.low_loss - result.reference_loss) / std::max(std::fabs(result.reference_loss), options.floor);

@@ -47,7 +47,8 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(options) {
 void GradScaler::lazy_init(const c10::Device& device) {
   const ScaleBookkeeping bookkeeping;
   scale_ = at::full({}, options_.init_scale, at::TensorOptions().dtype(at::kFloat).device(device));
-  growth_tracker_ = at::full({}, pending_growth_tracker_.value_or(0), at::TensorOptions().dtype(at::kInt).device(device));
+  growth_tracker_ =
+      at::full({}, pending_growth_tracker_.value_or(0), at::TensorOptions().dtype(at::kInt).device(device));
 }
 
 at::Tensor GradScaler::scale(const at::Tensor& outputs) {

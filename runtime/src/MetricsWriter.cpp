@@ -1,7 +1,7 @@
 #include "mpnanny/MetricsWriter.h"
 
-#include <sqlite3.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -178,9 +178,12 @@ struct MetricsWriter::Statements {
 };
 
 MetricsWriter::MetricsWriter(const std::string& path, const RunInfo& run, const WriterOptions& options)
-    : path_(path), options_(options), paused_(options.start_paused_for_testing), statements_(std::make_unique<Statements>()) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
+    : path_(path),
+      options_(options),
+      paused_(options.start_paused_for_testing),
+      statements_(std::make_unique<Statements>()) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
     fail("cannot open " + path + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
     return;
   }
@@ -209,8 +212,7 @@ MetricsWriter::MetricsWriter(const std::string& path, const RunInfo& run, const 
   }
   if (!add_missing_columns()) return;
   const std::string meta = "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '" +
-                           std::to_string(kMetricsSchemaVersion) +
-                           "'), ('writer', 'mpnanny-runtime')";
+                           std::to_string(kMetricsSchemaVersion) + "'), ('writer', 'mpnanny-runtime')";
   if (!exec(meta.c_str())) return;
   {
     sqlite3_stmt* statement = nullptr;

@@ -11,12 +11,12 @@
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
+#include <pthread.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/version.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -41,8 +41,8 @@
 #include <unordered_set>
 
 #include "MaskedFpExceptions.h"
-#include "SiteVerifier.h"
 #include "MemoryStats.h"
+#include "SiteVerifier.h"
 #include "SourceLocator.h"
 #include "VerifyFromEnvironment.h"
 #include "mpnanny/MetricsWriter.h"
@@ -123,7 +123,7 @@ struct ObservedOp : at::ObserverContext {
   Phase phase = Phase::Forward;
   int32_t op_index = -1;
   int64_t location_id = 0;
-  int64_t site = -1;  // index in the SiteVerifier, when the op belongs to a verified site
+  int64_t site = -1;                 // index in the SiteVerifier, when the op belongs to a verified site
   bool site_reads_argument = false;  // the site is judged on the op's input too (SiteVerifier::judges_argument)
   uint64_t first_sequence_nr = 0;
   bool hid_inner_ops = false;  // switched RecordFunction off on this thread until its end
@@ -243,8 +243,8 @@ class Nanny::Impl {
   int32_t watched_index(const char* name);
   int64_t location_id_for(const SourceLocation* frame);
   SourceLocation location_of(int64_t location_id) const;
-  void raise(const Finding& finding, Phase phase, const std::string& op, const std::string& name,
-             int64_t location_id, int64_t seq);
+  void raise(const Finding& finding, Phase phase, const std::string& op, const std::string& name, int64_t location_id,
+             int64_t seq);
   void observe_parameters();
   void install_gradient_hooks();
   void remove_gradient_hooks();
@@ -309,7 +309,7 @@ class Nanny::Impl {
   std::shared_ptr<HookTarget> hook_target_ = std::make_shared<HookTarget>();
   std::vector<std::pair<at::Tensor, unsigned>> hooks_;
   std::unordered_set<const c10::TensorImpl*> hooked_parameters_;  // those of hooks_, set before any op runs
-  std::unordered_map<std::string, at::Tensor> step_gradients_;  // guarded by mutex_
+  std::unordered_map<std::string, at::Tensor> step_gradients_;    // guarded by mutex_
   bool watch_mode_ = false;
   // Ops of the sites' kinds observed for the verifier with and without a source line (mutex_).
   int64_t site_ops_with_line_ = 0;
@@ -378,8 +378,9 @@ class OpObserver {
     std::lock_guard<std::mutex> lock(mutex_);
     step_counter_session_.store(session, std::memory_order_release);
     if (session && counter_handle_ == at::INVALID_CALLBACK_HANDLE) {
-      counter_handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&on_counter_start, &on_counter_end)
-                                                  .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+      counter_handle_ =
+          at::addGlobalCallback(at::RecordFunctionCallback(&on_counter_start, &on_counter_end)
+                                    .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
     } else if (session) {
       at::reenableCallback(counter_handle_);
     } else if (counter_handle_ != at::INVALID_CALLBACK_HANDLE) {
@@ -600,7 +601,8 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, boo
     watched_names_ = options_.watched_ops.empty() ? default_watched_ops() : options_.watched_ops;
     if (options_.verify) start_verification();
     if (implicit_steps_ && !verifier_) return;  // nothing to verify: the warning has been printed
-    for (size_t i = 0; i < watched_names_.size(); ++i) watched_lookup_.emplace(watched_names_[i], static_cast<int32_t>(i));
+    for (size_t i = 0; i < watched_names_.size(); ++i)
+      watched_lookup_.emplace(watched_names_[i], static_cast<int32_t>(i));
     if (verifier_) {
       site_op_.resize(watched_names_.size());
       for (size_t i = 0; i < watched_names_.size(); ++i) site_op_[i] = verifier_->any_site_watches(watched_names_[i]);
@@ -737,37 +739,36 @@ void Nanny::Impl::apply_environment() {
 
 std::string Nanny::Impl::options_json() const {
   const AlertThresholds& t = options_.thresholds;
-  nlohmann::json json = {
-      {"trace_interval", options_.trace_interval},
-      {"output_dir", options_.output_dir},
-      {"precision", to_string(options_.precision)},
-      {"dense_steps", options_.dense_steps},
-      {"watched_ops", watched_names_},
-      {"observe_backward", options_.observe_backward},
-      {"exclude_parameter_prefixes", options_.exclude_parameter_prefixes},
-      {"max_parameter_depth", options_.max_parameter_depth},
-      {"track_update_ratio", options_.track_update_ratio},
-      {"verbosity", options_.verbosity},
-      {"verify", static_cast<bool>(verifier_)},
-      {"verify_requested", options_.verify},  // asked for, whether or not the sites file loaded
-      {"sites_file", options_.sites_file},
-      {"verify_steps", options_.verify_steps},
-      {"loss_scale_source", static_cast<bool>(options_.loss_scale)},
-      {"thresholds",
-       {{"overflow_risk_factor", t.overflow_risk_factor},
-        {"underflow_share", t.underflow_share},
-        {"underflow_min_count", t.underflow_min_count},
-        {"grad_explosion_norm", t.grad_explosion_norm},
-        {"grad_vanish_norm", t.grad_vanish_norm},
-        {"swamping_share", t.swamping_share},
-        {"swamping_min_inputs", t.swamping_min_inputs},
-        {"loss_scale_min", t.loss_scale_min},
-        {"loss_scale_collapse_backoffs", t.loss_scale_collapse_backoffs},
-        {"loss_scale_collapse_window", t.loss_scale_collapse_window},
-        {"adaptive_enabled", t.adaptive_enabled},
-        {"adaptive_warmup", t.adaptive_warmup},
-        {"adaptive_k", t.adaptive_k},
-        {"adaptive_window", t.adaptive_window}}}};
+  nlohmann::json json = {{"trace_interval", options_.trace_interval},
+                         {"output_dir", options_.output_dir},
+                         {"precision", to_string(options_.precision)},
+                         {"dense_steps", options_.dense_steps},
+                         {"watched_ops", watched_names_},
+                         {"observe_backward", options_.observe_backward},
+                         {"exclude_parameter_prefixes", options_.exclude_parameter_prefixes},
+                         {"max_parameter_depth", options_.max_parameter_depth},
+                         {"track_update_ratio", options_.track_update_ratio},
+                         {"verbosity", options_.verbosity},
+                         {"verify", static_cast<bool>(verifier_)},
+                         {"verify_requested", options_.verify},  // asked for, whether or not the sites file loaded
+                         {"sites_file", options_.sites_file},
+                         {"verify_steps", options_.verify_steps},
+                         {"loss_scale_source", static_cast<bool>(options_.loss_scale)},
+                         {"thresholds",
+                          {{"overflow_risk_factor", t.overflow_risk_factor},
+                           {"underflow_share", t.underflow_share},
+                           {"underflow_min_count", t.underflow_min_count},
+                           {"grad_explosion_norm", t.grad_explosion_norm},
+                           {"grad_vanish_norm", t.grad_vanish_norm},
+                           {"swamping_share", t.swamping_share},
+                           {"swamping_min_inputs", t.swamping_min_inputs},
+                           {"loss_scale_min", t.loss_scale_min},
+                           {"loss_scale_collapse_backoffs", t.loss_scale_collapse_backoffs},
+                           {"loss_scale_collapse_window", t.loss_scale_collapse_window},
+                           {"adaptive_enabled", t.adaptive_enabled},
+                           {"adaptive_warmup", t.adaptive_warmup},
+                           {"adaptive_k", t.adaptive_k},
+                           {"adaptive_window", t.adaptive_window}}}};
   return json.dump();
 }
 
@@ -833,7 +834,7 @@ int64_t Nanny::Impl::location_id_for(const SourceLocation* frame) {
 
 SourceLocation Nanny::Impl::location_of(int64_t location_id) const {
   return location_id > 0 && location_id < static_cast<int64_t>(locations_.size()) ? locations_[location_id]
-                                                                                    : SourceLocation{};
+                                                                                  : SourceLocation{};
 }
 
 std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFunction& fn) {
@@ -957,7 +958,8 @@ void Nanny::Impl::hook_backward_of(const at::Tensor& output, const ObservedOp& o
       backward.op_index = op.op_index;
       backward.location_id = op.location_id;
       backward.site = op.site;
-      node->add_post_hook(std::make_unique<BackwardObservation>(hook_target_, std::move(backward), std::move(to_inputs)));
+      node->add_post_hook(
+          std::make_unique<BackwardObservation>(hook_target_, std::move(backward), std::move(to_inputs)));
     }
   }
 }
@@ -1017,9 +1019,8 @@ void Nanny::Impl::observe_output(const at::Tensor& output, const ObservedOp& op)
   }
   if (verify_only_) return;
   const std::string& op_name = watched_names_[op.op_index];
-  const bool low_precision_tensor =
-      (options_.precision == Precision::FP16 && output.scalar_type() == at::kHalf) ||
-      (options_.precision == Precision::BF16 && output.scalar_type() == at::kBFloat16);
+  const bool low_precision_tensor = (options_.precision == Precision::FP16 && output.scalar_type() == at::kHalf) ||
+                                    (options_.precision == Precision::BF16 && output.scalar_type() == at::kBFloat16);
 
   std::vector<Finding> findings =
       check_values(stats, options_.precision, options_.thresholds, op.phase == Phase::Forward, low_precision_tensor);
@@ -1286,8 +1287,12 @@ void Nanny::Impl::observe_parameters() {
     auto& baseline = gradient_norm_baselines_.try_emplace(name, options_.thresholds).first->second;
     if (!finding) {
       if (const auto bound = baseline.upper_bound(); bound && unscaled_norm > *bound) {
-        finding = Finding{AlertType::GradExplosion, Severity::Error, unscaled_norm, *bound,
-                          "gradient norm jumped above its robust baseline (" + std::to_string(*bound) + ")", true};
+        finding = Finding{AlertType::GradExplosion,
+                          Severity::Error,
+                          unscaled_norm,
+                          *bound,
+                          "gradient norm jumped above its robust baseline (" + std::to_string(*bound) + ")",
+                          true};
       }
     }
     baseline.add(unscaled_norm);
@@ -1301,9 +1306,9 @@ void Nanny::Impl::observe_parameters() {
 }
 
 bool Nanny::Impl::parameter_selected(const std::string& name) const {
-  const bool excluded = std::any_of(options_.exclude_parameter_prefixes.begin(),
-                                    options_.exclude_parameter_prefixes.end(),
-                                    [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
+  const bool excluded =
+      std::any_of(options_.exclude_parameter_prefixes.begin(), options_.exclude_parameter_prefixes.end(),
+                  [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
   const int depth = static_cast<int>(std::count(name.begin(), name.end(), '.'));
   return !excluded && (options_.max_parameter_depth < 0 || depth <= options_.max_parameter_depth);
 }
@@ -1435,8 +1440,8 @@ void Nanny::Impl::report_verdicts() {
   if (!verifier) return;
   if (with_line == 0 && without_line > 0) {
     // Without a line no op can be matched to a site, and every site would read "never executed".
-    std::cerr << "mpnanny: warning: site verification needs the program's line information: "
-              << without_line << " op(s) of the flagged kinds ran, none with a source line (build with -g, e.g. "
+    std::cerr << "mpnanny: warning: site verification needs the program's line information: " << without_line
+              << " op(s) of the flagged kinds ran, none with a source line (build with -g, e.g. "
                  "CMAKE_BUILD_TYPE=RelWithDebInfo); no verdicts are recorded\n";
     return;
   }

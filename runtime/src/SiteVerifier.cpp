@@ -53,16 +53,6 @@ std::string number(double value) {
 
 }  // namespace
 
-const char* to_string(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::Confirmed: return "CONFIRMED";
-    case Verdict::AtRisk: return "AT_RISK";
-    case Verdict::NotObserved: return "NOT_OBSERVED";
-    case Verdict::NotReached: return "NOT_REACHED";
-  }
-  return "?";
-}
-
 SitesFile load_sites(const std::string& given_path, bool check_sources) {
   SitesFile result;
   // Named absolute in the warnings: the default is relative to wherever training was started.
@@ -77,7 +67,8 @@ SitesFile load_sites(const std::string& given_path, bool check_sources) {
   try {
     const nlohmann::json json = nlohmann::json::parse(in);
     if (json.value("schema_version", 0) != 1) {
-      result.warning = "mpnanny: " + path + " has schema_version " + json.value("schema_version", nlohmann::json()).dump() +
+      result.warning = "mpnanny: " + path + " has schema_version " +
+                       json.value("schema_version", nlohmann::json()).dump() +
                        ", this runtime reads 1; site verification is off";
       return result;
     }
@@ -168,8 +159,8 @@ std::optional<size_t> SiteVerifier::match(const std::string& file, int64_t line,
 }
 
 const FormatLimits& SiteVerifier::limits_for(const Site& site) const {
-  if (site.precision == "bf16") return kBf16Limits;
-  if (site.precision == "fp16") return kFp16Limits;
+  if (site.precision == to_string(Precision::BF16)) return kBf16Limits;
+  if (site.precision == to_string(Precision::FP16)) return kFp16Limits;
   return target_ == Precision::BF16 ? kBf16Limits : kFp16Limits;
 }
 
@@ -204,7 +195,7 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
   ++e.executions;
   const FormatLimits& limits = limits_for(site);
   const bool fp16 = &limits == &kFp16Limits;
-  const std::string format = fp16 ? "fp16" : "bf16";
+  const std::string format = to_string(fp16 ? Precision::FP16 : Precision::BF16);
   const int64_t overflow = fp16 ? stats.fp16_overflow : stats.bf16_overflow;
   const int64_t flushed = fp16 ? stats.fp16_flush : stats.bf16_flush;
   const int64_t subnormal = fp16 ? stats.fp16_subnormal : stats.bf16_subnormal;
@@ -228,16 +219,18 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
       record(e.confirmed, Verdict::Confirmed, stats.max_abs,
              "max |x| = " + number(stats.max_abs) + " > " + number(limits.max_finite) + " (" + format + " max)");
     } else if (stats.max_abs * 2.0 > limits.max_finite) {
-      record(e.at_risk, Verdict::AtRisk, stats.max_abs,
-             "max |x| = " + number(stats.max_abs) + ", headroom " + number(limits.max_finite / stats.max_abs) + "x < 2x");
+      record(
+          e.at_risk, Verdict::AtRisk, stats.max_abs,
+          "max |x| = " + number(stats.max_abs) + ", headroom " + number(limits.max_finite / stats.max_abs) + "x < 2x");
     }
   } else if (risk == "underflow") {
     if (flushed > 0) {
       record(e.confirmed, Verdict::Confirmed, stats.min_abs_nonzero,
-             std::to_string(flushed) + " non-zero values flush to 0 in " + format + " (min |x| = " +
-                 number(stats.min_abs_nonzero) + ")");
+             std::to_string(flushed) + " non-zero values flush to 0 in " + format +
+                 " (min |x| = " + number(stats.min_abs_nonzero) + ")");
     } else if (subnormal > 0) {
-      record(e.at_risk, Verdict::AtRisk, stats.min_abs_nonzero, std::to_string(subnormal) + " values subnormal in " + format);
+      record(e.at_risk, Verdict::AtRisk, stats.min_abs_nonzero,
+             std::to_string(subnormal) + " values subnormal in " + format);
     }
   } else if (risk == "banned") {
     record(e.confirmed, Verdict::Confirmed, static_cast<double>(e.executions), "executed");
@@ -252,7 +245,7 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
 }
 
 bool SiteVerifier::judges_argument(const std::string& op) {
-  static const char* const kArgumentOps[] = {"aten::log",  "aten::log_",  "aten::log2", "aten::log2_",
+  static const char* const kArgumentOps[] = {"aten::log",   "aten::log_",   "aten::log2",       "aten::log2_",
                                              "aten::log10", "aten::log10_", "aten::reciprocal", "aten::rsqrt"};
   return std::find(std::begin(kArgumentOps), std::end(kArgumentOps), op) != std::end(kArgumentOps);
 }
@@ -267,11 +260,11 @@ void SiteVerifier::observe_argument(size_t index, int64_t step, const TensorStat
     const bool fp16 = &limits == &kFp16Limits;
     const int64_t flushed = fp16 ? argument.fp16_flush : argument.bf16_flush;
     const int64_t subnormal = fp16 ? argument.fp16_subnormal : argument.bf16_subnormal;
-    const std::string format = fp16 ? "fp16" : "bf16";
+    const std::string format = to_string(fp16 ? Precision::FP16 : Precision::BF16);
     if (flushed > 0) {
       record_first(e.confirmed, site, Verdict::Confirmed, step, argument.min_abs_nonzero,
-                   std::to_string(flushed) + " values of its argument flush to 0 in " + format + " (min |x| = " +
-                       number(argument.min_abs_nonzero) + ")");
+                   std::to_string(flushed) + " values of its argument flush to 0 in " + format +
+                       " (min |x| = " + number(argument.min_abs_nonzero) + ")");
     } else if (subnormal > 0) {
       record_first(e.at_risk, site, Verdict::AtRisk, step, argument.min_abs_nonzero,
                    std::to_string(subnormal) + " values of its argument subnormal in " + format);
@@ -310,17 +303,17 @@ std::vector<SiteVerdict> SiteVerifier::verdicts() const {
       v.verdict = Verdict::NotObserved;
       const FormatLimits& limits = limits_for(sites_[i]);
       v.step = e.smallest_step;
-      v.evidence = "executed " + std::to_string(e.executions) + " times, " +
-                   (e.smallest_step < 0 ? std::string("no non-zero value")
-                                        : "smallest non-zero |x| = " + number(e.smallest_nonzero) + " (normal from " +
-                                              number(limits.min_normal) + ") at step " +
-                                              std::to_string(e.smallest_step));
+      v.evidence =
+          "executed " + std::to_string(e.executions) + " times, " +
+          (e.smallest_step < 0 ? std::string("no non-zero value")
+                               : "smallest non-zero |x| = " + number(e.smallest_nonzero) + " (normal from " +
+                                     number(limits.min_normal) + ") at step " + std::to_string(e.smallest_step));
     } else if (e.executions > 0) {
       v.verdict = Verdict::NotObserved;
       v.step = e.worst_step;
       v.evidence = "executed " + std::to_string(e.executions) + " times, worst headroom " +
-                   (e.worst_ratio > 0 ? number(1.0 / e.worst_ratio) + "x" : std::string("unbounded")) +
-                   " at step " + std::to_string(e.worst_step);
+                   (e.worst_ratio > 0 ? number(1.0 / e.worst_ratio) + "x" : std::string("unbounded")) + " at step " +
+                   std::to_string(e.worst_step);
     } else {
       v.verdict = Verdict::NotReached;
       // A site without ops is matched by any op called from its line; none was. Only observed

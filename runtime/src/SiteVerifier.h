@@ -7,9 +7,9 @@
 #define MPNANNY_SITEVERIFIER_H
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
-#include <map>
 #include <utility>
 #include <vector>
 
@@ -43,8 +43,8 @@ struct SitesFile {
 /// holds the start of their expression (the file was edited since the scan).
 SitesFile load_sites(const std::string& path, bool check_sources = true);
 
-enum class Verdict { Confirmed, AtRisk, NotObserved, NotReached };
-const char* to_string(Verdict verdict);
+using Verdict = vocab::Verdict;
+inline const char* to_string(Verdict verdict) { return vocab::name(verdict); }
 
 struct SiteVerdict {
   const Site* site = nullptr;
@@ -102,7 +102,7 @@ class SiteVerifier {
     std::optional<SiteVerdict> at_risk;    // the first
     double worst_ratio = 0.0;              // max |x| / format max
     int64_t worst_step = -1;
-    double smallest_nonzero = 0.0;         // for underflow risks: min non-zero |x| seen
+    double smallest_nonzero = 0.0;  // for underflow risks: min non-zero |x| seen
     int64_t smallest_step = -1;
   };
   const FormatLimits& limits_for(const Site& site) const;
@@ -116,7 +116,6 @@ class SiteVerifier {
   /// two files (base names alone took enc/layers.cpp for dec/layers.cpp), unless they are one
   /// file on disk (a link in either path).
   bool same_source(const std::string& site_file, const std::string& observed_file) const;
-
 
   std::vector<Site> sites_;
   Precision target_;

@@ -61,9 +61,9 @@ bool SourceLocator::is_library_source(const std::string& file) {
   // LibTorch's own folder names (installed headers, or a PyTorch source tree's paths), and the
   // system's and the compiler's header roots; never a bare folder name a user's project may
   // have too (ext/, bits/, src/): a match there moved a user's op to its caller's line.
-  static const std::array<const char*, 9> kLibraryPaths = {
-      "/ATen/", "/c10/", "/torch/csrc/", "/include/torch/", "/caffe2/", "/include/c++/", "/usr/include/",
-      "/lib/gcc/", "/include/mpnanny/"};
+  static const std::array<const char*, 9> kLibraryPaths = {"/ATen/",          "/c10/",     "/torch/csrc/",
+                                                           "/include/torch/", "/caffe2/",  "/include/c++/",
+                                                           "/usr/include/",   "/lib/gcc/", "/include/mpnanny/"};
   for (const char* fragment : kLibraryPaths) {
     if (file.find(fragment) != std::string::npos) return true;
   }
@@ -92,8 +92,8 @@ bool SourceLocator::is_library_function(const std::string& demangled) {
     }
   }
   const std::string name = demangled.substr(name_start, name_end - name_start);
-  static const std::array<const char*, 7> kLibraryNamespaces = {"at::",  "c10::",      "torch::", "caffe2::",
-                                                                "std::", "__gnu_cxx::", "mpnanny::"};
+  static const std::array<const char*, 7> kLibraryNamespaces = {
+      "at::", "c10::", "torch::", "caffe2::", "std::", "__gnu_cxx::", "mpnanny::"};
   for (const char* prefix : kLibraryNamespaces) {
     if (name.rfind(prefix, 0) == 0) return true;
   }
@@ -103,18 +103,34 @@ bool SourceLocator::is_library_function(const std::string& demangled) {
 bool SourceLocator::is_library_module(const std::string& path) {
   // By the library's own name, its part before ".so" and any "-<version>" (libc-2.31.so): a
   // prefix would take a user's libtorch_myops.so or libc10_extensions.so for LibTorch's.
-  static const std::array<const char*, 22> kLibraryNames = {
-      "libtorch",           "libtorch_cpu",    "libtorch_cuda", "libtorch_cuda_cpp", "libtorch_cuda_cu",
-      "libtorch_cuda_linalg", "libtorch_global_deps", "libtorch_python", "libc10",     "libc10_cuda",
-      "libshm",             "libmpnanny_runtime", "libc",        "libm",              "libstdc++",
-      "libgcc_s",           "libgomp",         "libpthread",    "libdw",             "libsqlite3",
-      "libtorchvision",     "libtorchaudio"};
+  static const std::array<const char*, 22> kLibraryNames = {"libtorch",
+                                                            "libtorch_cpu",
+                                                            "libtorch_cuda",
+                                                            "libtorch_cuda_cpp",
+                                                            "libtorch_cuda_cu",
+                                                            "libtorch_cuda_linalg",
+                                                            "libtorch_global_deps",
+                                                            "libtorch_python",
+                                                            "libc10",
+                                                            "libc10_cuda",
+                                                            "libshm",
+                                                            "libmpnanny_runtime",
+                                                            "libc",
+                                                            "libm",
+                                                            "libstdc++",
+                                                            "libgcc_s",
+                                                            "libgomp",
+                                                            "libpthread",
+                                                            "libdw",
+                                                            "libsqlite3",
+                                                            "libtorchvision",
+                                                            "libtorchaudio"};
   // Caffe2's operator libraries (libcaffe2_observers.so, ...) and the dynamic loader by prefix.
   const std::string name = basename_of(path);
   if (name.rfind("ld-linux", 0) == 0 || name.rfind("libcaffe2", 0) == 0) return true;
   std::string stem = name.substr(0, name.find(".so"));
-  if (const auto dash = stem.find('-'); dash != std::string::npos && dash + 1 < stem.size() &&
-                                        std::isdigit(static_cast<unsigned char>(stem[dash + 1]))) {
+  if (const auto dash = stem.find('-');
+      dash != std::string::npos && dash + 1 < stem.size() && std::isdigit(static_cast<unsigned char>(stem[dash + 1]))) {
     stem.resize(dash);
   }
   return std::find(kLibraryNames.begin(), kLibraryNames.end(), stem) != kLibraryNames.end();

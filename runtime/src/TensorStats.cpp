@@ -11,15 +11,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
-#include <type_traits>
-#include <utility>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #ifdef MPNANNY_WITH_CUDA
@@ -261,9 +261,9 @@ struct ChunkCounts {
   // come from their classes (finish_float_counts).
   int64_t ordinary_count = 0, ordinary_above_fp16_flush = 0;
   double sum = 0, sum_squares = 0;
-  int32_t max_bits = 0;                        // float path: max |x| as bits
-  int32_t min_nonzero_bits = kInfinityBits;    // float path
-  double max_abs_double = 0;                   // double path
+  int32_t max_bits = 0;                      // float path: max |x| as bits
+  int32_t min_nonzero_bits = kInfinityBits;  // float path
+  double max_abs_double = 0;                 // double path
   double min_abs_nonzero_double = std::numeric_limits<double>::infinity();
   // Float path: elements counted in `bins` since the last fold, the fast path's non-zero
   // exponent fields and the histogram (the general path's fields are folded straight into it).
@@ -368,8 +368,7 @@ __attribute__((always_inline)) inline int64_t count_field_group(const uint8_t* f
 }
 
 /// The general path: classifies `count` contiguous floats into `counts`, any values at all.
-__attribute__((always_inline)) inline void scan_general_block(const float* values, int64_t count,
-                                                              ChunkCounts& counts) {
+__attribute__((always_inline)) inline void scan_general_block(const float* values, int64_t count, ChunkCounts& counts) {
   int32_t nan = 0, inf = 0, zero = 0, h_over = 0, h_sub = 0, h_flush = 0, b_over = 0, b_sub = 0, b_flush = 0;
   int32_t max_bits = counts.max_bits, min_bits = counts.min_nonzero_bits;
   double sum = 0, sum_squares = 0;
@@ -465,8 +464,8 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline __m512i widen_window_co
 /// Adds widened window counts to totals[0..7], in vectors. Returns how many they counted.
 __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline int64_t add_window_counts(__m512i words, int64_t* totals) {
   const __m256i halves = _mm256_add_epi16(_mm512_castsi512_si256(words), _mm512_extracti64x4_epi64(words, 1));
-  const __m512i places = _mm512_cvtepu16_epi64(
-      _mm_add_epi16(_mm256_castsi256_si128(halves), _mm256_extracti128_si256(halves, 1)));
+  const __m512i places =
+      _mm512_cvtepu16_epi64(_mm_add_epi16(_mm256_castsi256_si128(halves), _mm256_extracti128_si256(halves, 1)));
   _mm512_storeu_si512(totals, _mm512_add_epi64(_mm512_loadu_si512(totals), places));
   return _mm512_reduce_add_epi64(places);
 }
@@ -485,13 +484,13 @@ constexpr int64_t kWindowFlushEvery = 1024;
 
 /// The one-hot byte of each window place: places 0..7 in the first table, 8..15 in the second,
 /// none for places 16..63.
-alignas(64) constexpr uint8_t kWindowOneHot[2][64] = {
-    {1, 2, 4, 8, 16, 32, 64, 128}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, 128}};
+alignas(64) constexpr uint8_t kWindowOneHot[2][64] = {{1, 2, 4, 8, 16, 32, 64, 128},
+                                                      {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, 128}};
 
 /// Adds a step's one-hot bytes, for the window's low and its high 8 places, to its byte counts.
 template <typename Bytes>
 __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void add_one_hot_step(__m512i low_bits, __m512i high_bits,
-                                                                             WindowCount<Bytes>& window) {
+                                                                               WindowCount<Bytes>& window) {
   // With each element's one-hot byte as the matrix, the affine transform of the bytes 2^k
   // yields bit k of the qword's 8 bytes in byte k.
   const __m512i transpose = _mm512_set1_epi64(static_cast<int64_t>(0x8040201008040201ull));
@@ -506,7 +505,7 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void add_one_hot_step(_
 /// at most 186), fields above it exceed 15: both land on a zero byte of the one-hot tables.
 template <typename Bytes>
 __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void count_window_step(const uint8_t* fields, int window_start,
-                                                                              WindowCount<Bytes>& window) {
+                                                                                WindowCount<Bytes>& window) {
   const __m512i outside = _mm512_set1_epi8(63);  // a place whose one-hot byte is 0 in both tables
   const __m512i place = _mm512_min_epu8(
       _mm512_sub_epi8(_mm512_loadu_si512(fields), _mm512_set1_epi8(static_cast<char>(window_start))), outside);
@@ -520,12 +519,12 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void count_window_step(
 /// the block's non-zero fields lie where none does (rotated_window_holds).
 template <typename Bytes>
 __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void count_window_step_rotated(const uint8_t* fields,
-                                                                                      int window_start,
-                                                                                      WindowCount<Bytes>& window) {
-  alignas(64) static constexpr uint8_t kIota[64] = {
-      0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
-      22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
-      44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
+                                                                                        int window_start,
+                                                                                        WindowCount<Bytes>& window) {
+  alignas(64) static constexpr uint8_t kIota[64] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                                    16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+                                                    32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+                                                    48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
   // Entry f of a rotated table is the one-hot byte of place f - window_start (mod 64): loop
   // invariant, so made once per block.
   const __m512i places_of_entries =
@@ -557,7 +556,7 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void flush_window_count
 /// Returns how many it counted.
 template <typename Bytes>
 __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline int64_t add_window_count(const WindowCount<Bytes>& window,
-                                                                                int window_start, int64_t* totals) {
+                                                                                  int window_start, int64_t* totals) {
   return add_window_counts((__m512i)window.low_words, totals + window_start) +
          add_window_counts((__m512i)window.high_words, totals + window_start + 8);
 }
@@ -566,8 +565,10 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline int64_t add_window_coun
 /// into `totals`, by byte transposition, kFieldWindow fields per read of the bytes. The last
 /// window may run past `last`: the caller has no fields there, or counts them itself. Returns how
 /// many it counted.
-__attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields_by_transposition(
-    const uint8_t* fields, int64_t count, int first, int last, int64_t* totals) {
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields_by_transposition(const uint8_t* fields,
+                                                                                                  int64_t count,
+                                                                                                  int first, int last,
+                                                                                                  int64_t* totals) {
   int64_t counted = 0;
   for (int window_start = first; window_start <= last; window_start += kFieldWindow) {
     WindowCount<VectorTypes<64>::Byte> window;
@@ -587,8 +588,10 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields
 /// fall outside the window it counted in its loop (a dozen or so, for values from one
 /// distribution), where counting another window reads all of the block's fields again.
 /// Returns how many it counted.
-__attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields_outside_window(
-    const uint8_t* fields, int64_t count, int window_start, int64_t* totals) {
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields_outside_window(const uint8_t* fields,
+                                                                                                int64_t count,
+                                                                                                int window_start,
+                                                                                                int64_t* totals) {
   const __m512i start = _mm512_set1_epi8(static_cast<char>(window_start));
   const __m512i width = _mm512_set1_epi8(kFieldWindow);
   int64_t counted = 0;
@@ -610,8 +613,8 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET), noinline)) int64_t count_fields
 /// it is inlined into the transposing copy, and GCC refuses to force a target function into a
 /// baseline one; it inlines it there by itself.
 template <typename Float>
-__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void store_fields_multishift(
-    const Float (&vectors)[4], uint8_t* destination) {
+__attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline void store_fields_multishift(const Float (&vectors)[4],
+                                                                                      uint8_t* destination) {
   const __m512i offsets = _mm512_set1_epi64(0x3717371737173717ll);  // 23, 55, 23, 55, ...
   __m512i fields = _mm512_multishift_epi64_epi8(offsets, (__m512i)vectors[0]);
   fields = _mm512_mask_multishift_epi64_epi8(fields, 0x0c0c0c0c0c0c0c0cull, offsets, (__m512i)vectors[1]);
@@ -760,12 +763,12 @@ struct NibbleOpsAvx512 {
 };
 
 __attribute__((target("avx2"), noinline)) int64_t count_fields_by_nibbles_avx2(const uint8_t* fields, int64_t count,
-                                                                             int first, int64_t* totals) {
+                                                                               int first, int64_t* totals) {
   return count_fields_by_nibbles<32, kNibblePairsAvx2, __m256i>(fields, count, first, totals, NibbleOpsAvx2{});
 }
 __attribute__((target("avx512f,avx512bw"), noinline)) int64_t count_fields_by_nibbles_avx512(const uint8_t* fields,
-                                                                                           int64_t count, int first,
-                                                                                           int64_t* totals) {
+                                                                                             int64_t count, int first,
+                                                                                             int64_t* totals) {
   return count_fields_by_nibbles<64, kNibblePairsAvx512, __m512i>(fields, count, first, totals, NibbleOpsAvx512{});
 }
 #pragma GCC diagnostic pop
@@ -975,8 +978,7 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
         } else {
           if (min_field < in_loop_window) {
             const int windows_below = (in_loop_window - min_field + kFieldWindow - 1) / kFieldWindow;
-            nonzero += count_fields_by_transposition(field_bytes, count,
-                                                     in_loop_window - kFieldWindow * windows_below,
+            nonzero += count_fields_by_transposition(field_bytes, count, in_loop_window - kFieldWindow * windows_below,
                                                      in_loop_window - 1, counts.ordinary_fields);
           }
           if (max_field >= in_loop_window + kFieldWindow) {
@@ -993,9 +995,8 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
       // The next block is counted in the loop where this one's fields fit one window, with a
       // field to spare above them where they leave one (the smallest magnitudes of a block vary
       // more than its largest), and after it otherwise.
-      counts.in_loop_window = max_field - min_field < kFieldWindow
-                                  ? std::min(min_field, max_field - (kFieldWindow - 2))
-                                  : -1;
+      counts.in_loop_window =
+          max_field - min_field < kFieldWindow ? std::min(min_field, max_field - (kFieldWindow - 2)) : -1;
     }
     if constexpr (kCounting == FieldCounting::kCompare) {
 #ifdef MPNANNY_X86_COPIES
@@ -1026,9 +1027,8 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
     counts.fp16_overflow += count_magnitudes_above<kWidth>(values, count, kFp16MaxBits);
   }
   if (has_nonzero) {
-    counts.ordinary_above_fp16_flush += min_field > (kFp16FlushBits >> 23)
-                                            ? nonzero
-                                            : count_magnitudes_above<kWidth>(values, count, kFp16FlushBits);
+    counts.ordinary_above_fp16_flush +=
+        min_field > (kFp16FlushBits >> 23) ? nonzero : count_magnitudes_above<kWidth>(values, count, kFp16FlushBits);
   }
   // The 64 lanes into the chunk's 16 double lanes, in one order whatever the vector width:
   // chunk lane l gains ((lane l + lane 16 + l) + lane 32 + l) + lane 48 + l. Elementwise, so it
@@ -1038,7 +1038,8 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
   std::memcpy(square_lanes, sum_squares, sizeof square_lanes);
   constexpr int k = kChunkLanes;
   for (int lane = 0; lane < k; ++lane) {
-    counts.lane_sums[lane] += ((static_cast<double>(lanes[lane]) + lanes[k + lane]) + lanes[2 * k + lane]) + lanes[3 * k + lane];
+    counts.lane_sums[lane] +=
+        ((static_cast<double>(lanes[lane]) + lanes[k + lane]) + lanes[2 * k + lane]) + lanes[3 * k + lane];
     counts.lane_sum_squares[lane] +=
         ((static_cast<double>(square_lanes[lane]) + square_lanes[k + lane]) + square_lanes[2 * k + lane]) +
         square_lanes[3 * k + lane];
@@ -1052,7 +1053,7 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
 /// c10::Half's conversion in the AVX2 copy: 1.2 ns per element there, four times the rest of the
 /// pass.
 __attribute__((target("avx2,f16c"), noinline)) void widen_halves_f16c(const c10::Half* source, int64_t count,
-                                                                       float* buffer) {
+                                                                      float* buffer) {
   int64_t i = 0;
   for (; i + 8 <= count; i += 8) {
     _mm256_storeu_ps(buffer + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i))));
@@ -1140,7 +1141,7 @@ void scan_run_baseline(const Scalar* source, int64_t stride, int64_t count, Chun
 // still runs on any x86-64.
 template <typename Scalar>
 __attribute__((target("avx2,fma,f16c"))) void scan_run_avx2(const Scalar* source, int64_t stride, int64_t count,
-                                                           ChunkCounts& counts) {
+                                                            ChunkCounts& counts) {
   scan_run<Scalar, 32>(source, stride, count, counts);
 }
 
@@ -1148,8 +1149,10 @@ __attribute__((target("avx2,fma,f16c"))) void scan_run_avx2(const Scalar* source
 // vectors by GCC's default preference) gets 32 registers, which hold all of its counters without
 // spilling, and mask registers for the compares.
 template <typename Scalar>
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c"))) void scan_run_avx512(
-    const Scalar* source, int64_t stride, int64_t count, ChunkCounts& counts) {
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c"))) void scan_run_avx512(const Scalar* source,
+                                                                                                 int64_t stride,
+                                                                                                 int64_t count,
+                                                                                                 ChunkCounts& counts) {
   scan_run<Scalar, 64>(source, stride, count, counts);
 }
 
@@ -1178,8 +1181,8 @@ RunScanner<Scalar> pick_run_scanner() {
   if (cap == "baseline") return &scan_run_baseline<Scalar>;
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-  const bool transpose = avx512 && __builtin_cpu_supports("avx512vbmi") &&
-                         __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("gfni");
+  const bool transpose = avx512 && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bitalg") &&
+                         __builtin_cpu_supports("gfni");
   if (cap != "avx2" && cap != "avx512" && transpose) return &scan_run_avx512_transpose<Scalar>;
   if (cap != "avx2" && avx512) return &scan_run_avx512<Scalar>;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
@@ -1264,7 +1267,7 @@ void store(const ChunkCounts& counts, bool from_double, int64_t numel, TensorSta
   } else {
     stats.max_abs = magnitude_of_float_bits(counts.max_bits);
     stats.min_abs_nonzero = counts.min_nonzero_bits < kInfinityBits ? magnitude_of_float_bits(counts.min_nonzero_bits)
-                                                                     : std::numeric_limits<double>::infinity();
+                                                                    : std::numeric_limits<double>::infinity();
   }
 }
 
@@ -1418,7 +1421,8 @@ double l2_distance_of(const Scalar* a, const Scalar* b, int64_t count) {
   double sum_squares = 0;
 #pragma omp simd reduction(+ : sum_squares)
   for (int64_t i = 0; i < count; ++i) {
-    const double difference = static_cast<double>(static_cast<float>(a[i])) - static_cast<double>(static_cast<float>(b[i]));
+    const double difference =
+        static_cast<double>(static_cast<float>(a[i])) - static_cast<double>(static_cast<float>(b[i]));
     sum_squares += difference * difference;
   }
   return std::sqrt(sum_squares);
@@ -1441,16 +1445,11 @@ double l2_distance(const at::Tensor& a, const at::Tensor& b) noexcept {
                         a.sizes() == b.sizes() && a.is_contiguous() && b.is_contiguous();
     if (direct) {
       switch (a.scalar_type()) {
-        case at::kFloat:
-          return l2_distance_of(a.data_ptr<float>(), b.data_ptr<float>(), a.numel());
-        case at::kDouble:
-          return l2_distance_of(a.data_ptr<double>(), b.data_ptr<double>(), a.numel());
-        case at::kHalf:
-          return l2_distance_of(a.data_ptr<c10::Half>(), b.data_ptr<c10::Half>(), a.numel());
-        case at::kBFloat16:
-          return l2_distance_of(a.data_ptr<c10::BFloat16>(), b.data_ptr<c10::BFloat16>(), a.numel());
-        default:
-          break;
+        case at::kFloat: return l2_distance_of(a.data_ptr<float>(), b.data_ptr<float>(), a.numel());
+        case at::kDouble: return l2_distance_of(a.data_ptr<double>(), b.data_ptr<double>(), a.numel());
+        case at::kHalf: return l2_distance_of(a.data_ptr<c10::Half>(), b.data_ptr<c10::Half>(), a.numel());
+        case at::kBFloat16: return l2_distance_of(a.data_ptr<c10::BFloat16>(), b.data_ptr<c10::BFloat16>(), a.numel());
+        default: break;
       }
     }
     return a.dist(b).item<double>();
@@ -1483,16 +1482,11 @@ TensorStats compute_tensor_stats(const at::Tensor& tensor) noexcept {
 #endif
     if (!tensor.device().is_cpu()) return compute_tensor_stats(tensor.to(at::kCPU));
     switch (tensor.scalar_type()) {
-      case at::kFloat:
-        return stats_of<float>(tensor);
-      case at::kDouble:
-        return stats_of<double>(tensor);
-      case at::kHalf:
-        return stats_of<c10::Half>(tensor);
-      case at::kBFloat16:
-        return stats_of<c10::BFloat16>(tensor);
-      default:
-        return {};
+      case at::kFloat: return stats_of<float>(tensor);
+      case at::kDouble: return stats_of<double>(tensor);
+      case at::kHalf: return stats_of<c10::Half>(tensor);
+      case at::kBFloat16: return stats_of<c10::BFloat16>(tensor);
+      default: return {};
     }
   } catch (...) {
     return {};

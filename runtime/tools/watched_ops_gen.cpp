@@ -37,9 +37,9 @@ bool worth_watching(const Op& op) {
 /// describes what users write; these are what LibTorch runs underneath, or what a runtime rule
 /// reads). Each line says why.
 const char* const kRuntimeOnlyOps[] = {
-    "aten::mean",                        // the swamping rule reads reductions; the KB gives mean no risk
-    "aten::native_layer_norm",           // what LayerNorm runs when aten::layer_norm is not dispatched
-    "aten::addmm",                       // Linear with a bias, when called below aten::linear
+    "aten::mean",               // the swamping rule reads reductions; the KB gives mean no risk
+    "aten::native_layer_norm",  // what LayerNorm runs when aten::layer_norm is not dispatched
+    "aten::addmm",              // Linear with a bias, when called below aten::linear
 };
 
 }  // namespace

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "Database.h"
-#include "Format.h"
+#include "database.h"
+#include "format.h"
 #include "FuzzSupport.h"
-#include "Queries.h"
-#include "Report.h"
+#include "queries.h"
+#include "report.h"
 
 namespace q = mpnanny::query;
 using nlohmann::json;

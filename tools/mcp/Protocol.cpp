@@ -78,8 +78,8 @@ std::optional<std::string> Server::handle(const std::string &Line) {
     // A response to a request of ours: the server sends none, so there is nothing to do.
     if (Message.contains("result") || Message.contains("error"))
       return std::nullopt;
-    return HasId ? std::optional<std::string>(toLine(errorResponse(
-                       Id, code::InvalidRequest, "a request needs a method")))
+    return HasId ? std::optional<std::string>(
+                       toLine(errorResponse(Id, code::InvalidRequest, "a request needs a method")))
                  : std::nullopt;
   }
   if (!Message["method"].is_string())
@@ -118,12 +118,12 @@ std::optional<std::string> Server::handleBatch(const json &Batch) {
   // JSON-RPC batches were part of MCP 2025-03-26 only: 2025-06-18 removed them, and a client
   // that negotiated it sends none.
   if (Protocol != "2025-03-26")
-    return toLine(errorResponse(
-        nullptr, code::InvalidRequest,
-        "batches are part of MCP 2025-03-26 only" +
-            (Protocol.empty() ? std::string(" (and never before initialize)")
-                              : " (this session speaks " + Protocol + ")") +
-            ": send one message per line"));
+    return toLine(
+        errorResponse(nullptr, code::InvalidRequest,
+                      "batches are part of MCP 2025-03-26 only" +
+                          (Protocol.empty() ? std::string(" (and never before initialize)")
+                                            : " (this session speaks " + Protocol + ")") +
+                          ": send one message per line"));
   if (Batch.empty())
     return toLine(errorResponse(nullptr, code::InvalidRequest, "an empty batch"));
   json Replies = json::array();
@@ -181,13 +181,13 @@ json Server::dispatch(const std::string &Method, const json &Params) {
   }
   if (Method == "resources/templates/list") {
     return {{"resourceTemplates",
-             json::array({{{"uriTemplate", "mpnanny://knowledge/{name}"},
-                           {"name", "knowledge-page"},
-                           {"title", "mpnanny knowledge page"},
-                           {"description",
-                            "The page of a check (mpnanny-<check>) or a runtime alert "
-                            "(alert-<TYPE>): cause, bad code, fixed code, run-time symptom"},
-                           {"mimeType", "text/markdown"}}})}};
+             json::array(
+                 {{{"uriTemplate", "mpnanny://knowledge/{name}"},
+                   {"name", "knowledge-page"},
+                   {"title", "mpnanny knowledge page"},
+                   {"description", "The page of a check (mpnanny-<check>) or a runtime alert "
+                                   "(alert-<TYPE>): cause, bad code, fixed code, run-time symptom"},
+                   {"mimeType", "text/markdown"}}})}};
   }
   if (Method == "resources/read")
     return readResource(Params);
@@ -219,19 +219,20 @@ json Server::initialize(const json &Params) {
   const auto &Supported = supportedProtocols();
   // Version negotiation: the client's version when we speak it, else our latest and
   // the client decides whether it can go on.
-  Protocol = std::find(Supported.begin(), Supported.end(), Requested.get<std::string>()) !=
-                     Supported.end()
-                 ? Requested.get<std::string>()
-                 : std::string(LatestProtocol);
+  Protocol =
+      std::find(Supported.begin(), Supported.end(), Requested.get<std::string>()) != Supported.end()
+          ? Requested.get<std::string>()
+          : std::string(LatestProtocol);
   Initialized = true;
-  return {{"protocolVersion", Protocol},
-          {"capabilities",
-           {{"tools", {{"listChanged", false}}},
-            {"resources", {{"subscribe", false}, {"listChanged", false}}},
-            {"prompts", {{"listChanged", false}}}}},
-          {"serverInfo",
-           {{"name", "mpnanny"}, {"title", "mpnanny mixed-precision nanny"}, {"version", version()}}},
-          {"instructions", Instructions}};
+  return {
+      {"protocolVersion", Protocol},
+      {"capabilities",
+       {{"tools", {{"listChanged", false}}},
+        {"resources", {{"subscribe", false}, {"listChanged", false}}},
+        {"prompts", {{"listChanged", false}}}}},
+      {"serverInfo",
+       {{"name", "mpnanny"}, {"title", "mpnanny mixed-precision nanny"}, {"version", version()}}},
+      {"instructions", Instructions}};
 }
 
 /// Whether a tool's error is about the world rather than the request: the arguments had the
@@ -272,9 +273,9 @@ json Server::callTool(const json &Params) {
             {"_meta", {{"mpnanny/reason", E.Reason}}}};
   }
   // The structured result, and the same JSON as text for clients that only show text.
-  return {{"content", json::array({{{"type", "text"},
-                                    {"text", Result.dump(2, ' ', false,
-                                                         json::error_handler_t::replace)}}})},
+  return {{"content",
+           json::array({{{"type", "text"},
+                         {"text", Result.dump(2, ' ', false, json::error_handler_t::replace)}}})},
           {"structuredContent", Result},
           {"isError", false}};
 }
@@ -285,9 +286,8 @@ json Server::readResource(const json &Params) {
     throw RpcError(code::InvalidParams, "resources/read: uri (a string) is required");
   for (const auto &R : Resources())
     if (R.Uri == Uri.get<std::string>())
-      return {{"contents", json::array({{{"uri", R.Uri},
-                                         {"mimeType", R.MimeType},
-                                         {"text", R.Read()}}})}};
+      return {{"contents",
+               json::array({{{"uri", R.Uri}, {"mimeType", R.MimeType}, {"text", R.Read()}}})}};
   throw RpcError(code::ResourceNotFound, "resource not found: '" + Uri.get<std::string>() + "'",
                  "not_found");
 }
@@ -314,7 +314,8 @@ json Server::getPrompt(const json &Params) {
   }
   return {{"description", It->Description},
           {"messages",
-           json::array({{{"role", "user"}, {"content", {{"type", "text"}, {"text", It->Text(Arguments)}}}}})}};
+           json::array({{{"role", "user"},
+                         {"content", {{"type", "text"}, {"text", It->Text(Arguments)}}}}})}};
 }
 
 } // namespace mpnanny::mcp

@@ -9,8 +9,8 @@
 #ifndef MPNANNY_TOOLS_MCP_PROTOCOL_H
 #define MPNANNY_TOOLS_MCP_PROTOCOL_H
 
-#include <nlohmann/json.hpp>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>

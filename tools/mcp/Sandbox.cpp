@@ -18,8 +18,8 @@ namespace path = llvm::sys::path;
 bool isUnder(const std::string &P, const std::string &Dir) {
   if (Dir == "/")
     return llvm::StringRef(P).starts_with("/");
-  return P == Dir || (P.size() > Dir.size() && llvm::StringRef(P).starts_with(Dir) &&
-                      P[Dir.size()] == '/');
+  return P == Dir ||
+         (P.size() > Dir.size() && llvm::StringRef(P).starts_with(Dir) && P[Dir.size()] == '/');
 }
 
 static std::string canonical(const std::string &P) {
@@ -62,7 +62,9 @@ bool Sandbox::contains(const std::string &P) const {
     llvm::StringRef Parent = path::parent_path(Abs);
     if (Parent == Abs)
       break;
-    Abs = Parent;
+    // The parent is a prefix of Abs: shorten it in place (assigning Abs a view into itself is
+    // what LLVM's assertions refuse, since the copy may reallocate the buffer it reads).
+    Abs.resize(Parent.size());
   }
   return false;
 }
@@ -95,8 +97,8 @@ std::string Sandbox::resolve(const std::string &Given, Kind K, const std::string
     Inside = Inside || isUnder(C, R);
   if (!Inside)
     throw RpcError(code::InvalidParams,
-                   Arg + ": '" + Given + "' resolves to '" + C +
-                       "', outside the allowed roots (" + Roots1 + ")",
+                   Arg + ": '" + Given + "' resolves to '" + C + "', outside the allowed roots (" +
+                       Roots1 + ")",
                    "outside_root");
   fs::file_status St;
   if (fs::status(C, St))
@@ -223,31 +225,70 @@ llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> Sandbox::rootFileSystem() const 
 
 namespace {
 /// Options whose value is the next argument.
-const char *const SeparateValue[] = {"-I",       "-isystem", "-iquote", "-idirafter", "-D",
-                                     "-U",       "-x",       "-include", "-isysroot", "--sysroot",
-                                     "-target"};
+const char *const SeparateValue[] = {"-I", "-isystem", "-iquote",   "-idirafter", "-D",     "-U",
+                                     "-x", "-include", "-isysroot", "--sysroot",  "-target"};
 
 /// Prefixes that load code, write files or reach the compiler's internals.
-const char *const Unsafe[] = {
-    "-fplugin",           "-fpass-plugin",     "-Xclang",          "-Xanalyzer",
-    "-Xpreprocessor",     "-Xassembler",       "-Xlinker",         "-Xarch",
-    "-mllvm",             "-load",             "-plugin",          "-add-plugin",
-    "-ftime-trace",       "-fmodules",         "-fmodule-",        "-fimplicit-module",
-    "-fprebuilt-module",  "-fcxx-modules",     "-fcrash-diagnostics", "-save-temps",
-    "-save-stats",        "-fprofile",         "-fsave-optimization-record",
-    "-foptimization-record", "--config",       "-serialize-diagnostics",
-    "--serialize-diagnostics", "-MJ",          "-MF",              "-dependency-",
-    "-header-include",    "-ivfsoverlay",      "-fproc-stat-report", "-emit-",
-    "--precompile",       "-fdepfile",         "-B",               "-fcoverage",
-    "-fembed"};
+const char *const Unsafe[] = {"-fplugin",
+                              "-fpass-plugin",
+                              "-Xclang",
+                              "-Xanalyzer",
+                              "-Xpreprocessor",
+                              "-Xassembler",
+                              "-Xlinker",
+                              "-Xarch",
+                              "-mllvm",
+                              "-load",
+                              "-plugin",
+                              "-add-plugin",
+                              "-ftime-trace",
+                              "-fmodules",
+                              "-fmodule-",
+                              "-fimplicit-module",
+                              "-fprebuilt-module",
+                              "-fcxx-modules",
+                              "-fcrash-diagnostics",
+                              "-save-temps",
+                              "-save-stats",
+                              "-fprofile",
+                              "-fsave-optimization-record",
+                              "-foptimization-record",
+                              "--config",
+                              "-serialize-diagnostics",
+                              "--serialize-diagnostics",
+                              "-MJ",
+                              "-MF",
+                              "-dependency-",
+                              "-header-include",
+                              "-ivfsoverlay",
+                              "-fproc-stat-report",
+                              "-emit-",
+                              "--precompile",
+                              "-fdepfile",
+                              "-B",
+                              "-fcoverage",
+                              "-fembed"};
 /// Of the unsafe ones, those that take the next argument as their value.
-const char *const UnsafeSeparate[] = {"-Xclang",     "-Xanalyzer",   "-Xpreprocessor",
-                                      "-Xassembler", "-Xlinker",     "-mllvm",
-                                      "-load",       "-plugin",      "-add-plugin",
-                                      "-MF",         "-MJ",          "-MT",
-                                      "-MQ",         "-o",           "-serialize-diagnostics",
-                                      "--serialize-diagnostics",     "-ivfsoverlay",
-                                      "--config",    "-dependency-file", "-dependency-dot",
+const char *const UnsafeSeparate[] = {"-Xclang",
+                                      "-Xanalyzer",
+                                      "-Xpreprocessor",
+                                      "-Xassembler",
+                                      "-Xlinker",
+                                      "-mllvm",
+                                      "-load",
+                                      "-plugin",
+                                      "-add-plugin",
+                                      "-MF",
+                                      "-MJ",
+                                      "-MT",
+                                      "-MQ",
+                                      "-o",
+                                      "-serialize-diagnostics",
+                                      "--serialize-diagnostics",
+                                      "-ivfsoverlay",
+                                      "--config",
+                                      "-dependency-file",
+                                      "-dependency-dot",
                                       "-header-include-file"};
 
 bool startsWithAny(llvm::StringRef A, llvm::ArrayRef<const char *> Prefixes) {
@@ -262,10 +303,10 @@ void Sandbox::checkFlags(const std::vector<std::string> &Flags, const std::strin
   // Allowed: what decides how the code parses. Everything else is refused by name, so
   // that an agent learns what to drop instead of getting a silently different scan.
   static const char *const Allowed[] = {
-      "-std=",     "--std=",  "-I",        "-isystem", "-iquote", "-idirafter", "-D",
-      "-U",        "-x",      "-W",        "-w",       "-O",      "-g",         "-f",
-      "-m",        "-pthread", "-nostdinc", "-stdlib=", "-include", "-isysroot", "--sysroot",
-      "-pedantic", "-ansi",   "-target",   "--target=", "-fopenmp", "-c"};
+      "-std=",     "--std=",   "-I",        "-isystem",  "-iquote",  "-idirafter", "-D",
+      "-U",        "-x",       "-W",        "-w",        "-O",       "-g",         "-f",
+      "-m",        "-pthread", "-nostdinc", "-stdlib=",  "-include", "-isysroot",  "--sysroot",
+      "-pedantic", "-ansi",    "-target",   "--target=", "-fopenmp", "-c"};
   for (size_t I = 0; I < Flags.size(); ++I) {
     llvm::StringRef A = Flags[I];
     bool Ok = !A.empty() && A.front() == '-' && startsWithAny(A, Allowed) &&

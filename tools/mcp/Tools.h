@@ -16,8 +16,8 @@
 namespace mpnanny::mcp {
 
 struct Settings {
-  std::string RulesDir;   ///< "" uses the bundled rules
-  unsigned Jobs = 1;      ///< files of a project scanned at once
+  std::string RulesDir; ///< "" uses the bundled rules
+  unsigned Jobs = 1;    ///< files of a project scanned at once
   size_t MaxFindings = 500;
   size_t MaxProjectFiles = 200;
 };

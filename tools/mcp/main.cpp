@@ -13,17 +13,17 @@
 #include "Protocol.h"
 #include "Sandbox.h"
 #include "Scanner.h"
-#include "TorchHeaders.h"
 #include "Tools.h"
+#include "TorchHeaders.h"
 
 #include "llvm/Support/FileSystem.h"
 
 #include <cerrno>
 #include <csignal>
-#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -65,13 +65,17 @@ bool writeAll(int Fd, const std::string &Text) {
   return true;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+/// What the command line asks for.
+struct Options {
   std::vector<std::string> Roots, IncludeDirs;
   std::string Rules;
   unsigned Jobs = std::min(2u, std::max(1u, std::thread::hardware_concurrency()));
   size_t MaxRead = 2u << 20;
+};
+
+/// Reads the command line into `O`; the exit code instead where the server must not start
+/// (--help, --version, a bad argument).
+std::optional<int> parseOptions(int argc, char **argv, Options &O) {
   for (int I = 1; I < argc; ++I) {
     std::string A = argv[I];
     auto Value = [&](const std::string &Name) -> std::optional<std::string> {
@@ -90,20 +94,20 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (auto V = Value("--root")) {
-      Roots.push_back(*V);
+      O.Roots.push_back(*V);
     } else if (auto V = Value("--include-dir")) {
-      IncludeDirs.push_back(*V);
+      O.IncludeDirs.push_back(*V);
     } else if (auto V = Value("--rules")) {
-      Rules = *V;
+      O.Rules = *V;
     } else if (auto V = Value("-j")) {
       try {
-        Jobs = static_cast<unsigned>(std::max(1, std::stoi(*V)));
+        O.Jobs = static_cast<unsigned>(std::max(1, std::stoi(*V)));
       } catch (const std::exception &) {
         return usageError("-j takes a number");
       }
     } else if (auto V = Value("--max-read-bytes")) {
       try {
-        MaxRead = std::stoull(*V);
+        O.MaxRead = std::stoull(*V);
       } catch (const std::exception &) {
         return usageError("--max-read-bytes takes a number");
       }
@@ -111,52 +115,11 @@ int main(int argc, char **argv) {
       return usageError("unknown argument '" + A + "'");
     }
   }
-  if (Roots.empty()) {
-    llvm::SmallString<256> Cwd;
-    if (llvm::sys::fs::current_path(Cwd))
-      return usageError("cannot determine the current folder; pass --root");
-    Roots.push_back(std::string(Cwd));
-  }
+  return std::nullopt;
+}
 
-  // System header folders the compiler may read besides the roots: it needs the C++
-  // library and LibTorch, and they hold nothing of the user's.
-  std::vector<std::string> HeaderDirs = {"/usr", "/lib", "/lib64", MPNANNY_CLANG_RESOURCE_DIR};
-  for (const auto &D : mpnanny::check::findTorchIncludeDirs())
-    HeaderDirs.push_back(D);
-  HeaderDirs.insert(HeaderDirs.end(), IncludeDirs.begin(), IncludeDirs.end());
-
-  std::unique_ptr<mpnanny::mcp::Sandbox> Box;
-  try {
-    Box = std::make_unique<mpnanny::mcp::Sandbox>(Roots, HeaderDirs, MaxRead);
-  } catch (const std::exception &E) {
-    return usageError(E.what());
-  }
-  // A broken knowledge base is a configuration error now, not a failed tool call later.
-  try {
-    mpnanny::kb::KnowledgeBase::cached(Rules.empty() ? mpnanny::kb::KnowledgeBase::defaultDirectory()
-                                                     : Rules);
-  } catch (const std::exception &E) {
-    std::cerr << "mpnanny-mcp: error: " << E.what() << "\n";
-    return 2;
-  }
-
-  // stdout carries the protocol only: anything else that prints there (clang, LLVM,
-  // a library) would corrupt it, so file descriptor 1 becomes stderr and the protocol
-  // gets a descriptor of its own.
-  int Protocol = ::dup(STDOUT_FILENO);
-  if (Protocol < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-    std::cerr << "mpnanny-mcp: error: cannot set up stdout\n";
-    return 2;
-  }
-  std::signal(SIGPIPE, SIG_IGN);
-
-  mpnanny::mcp::Settings S;
-  S.RulesDir = Rules;
-  S.Jobs = Jobs;
-  mpnanny::mcp::Server Server(mpnanny::mcp::makeTools(*Box, S), mpnanny::mcp::makePrompts(),
-                              mpnanny::mcp::knowledgeResources, {},
-                              mpnanny::mcp::serverInstructions());
-
+/// Answers each request line of stdin on `Protocol` until stdin ends or the client goes away.
+int serve(mpnanny::mcp::Server &Server, int Protocol) {
   // Lines are read by hand so that an endless one is answered and skipped instead of
   // filling memory.
   const size_t Max = Server.limits().MaxMessageBytes;
@@ -198,4 +161,61 @@ int main(int argc, char **argv) {
     }
   }
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options O;
+  if (std::optional<int> Exit = parseOptions(argc, argv, O))
+    return *Exit;
+  std::vector<std::string> &Roots = O.Roots;
+  const std::string &Rules = O.Rules;
+  if (Roots.empty()) {
+    llvm::SmallString<256> Cwd;
+    if (llvm::sys::fs::current_path(Cwd))
+      return usageError("cannot determine the current folder; pass --root");
+    Roots.push_back(std::string(Cwd));
+  }
+
+  // System header folders the compiler may read besides the roots: it needs the C++
+  // library and LibTorch, and they hold nothing of the user's.
+  std::vector<std::string> HeaderDirs = {"/usr", "/lib", "/lib64", MPNANNY_CLANG_RESOURCE_DIR};
+  for (const auto &D : mpnanny::check::findTorchIncludeDirs())
+    HeaderDirs.push_back(D);
+  HeaderDirs.insert(HeaderDirs.end(), O.IncludeDirs.begin(), O.IncludeDirs.end());
+
+  std::unique_ptr<mpnanny::mcp::Sandbox> Box;
+  try {
+    Box = std::make_unique<mpnanny::mcp::Sandbox>(Roots, HeaderDirs, O.MaxRead);
+  } catch (const std::exception &E) {
+    return usageError(E.what());
+  }
+  // A broken knowledge base is a configuration error now, not a failed tool call later.
+  try {
+    mpnanny::kb::KnowledgeBase::cached(
+        Rules.empty() ? mpnanny::kb::KnowledgeBase::defaultDirectory() : Rules);
+  } catch (const std::exception &E) {
+    std::cerr << "mpnanny-mcp: error: " << E.what() << "\n";
+    return 2;
+  }
+
+  // stdout carries the protocol only: anything else that prints there (clang, LLVM,
+  // a library) would corrupt it, so file descriptor 1 becomes stderr and the protocol
+  // gets a descriptor of its own.
+  int Protocol = ::dup(STDOUT_FILENO);
+  if (Protocol < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    std::cerr << "mpnanny-mcp: error: cannot set up stdout\n";
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+
+  mpnanny::mcp::Settings S;
+  S.RulesDir = Rules;
+  S.Jobs = O.Jobs;
+  mpnanny::mcp::Server Server(mpnanny::mcp::makeTools(*Box, S), mpnanny::mcp::makePrompts(),
+                              mpnanny::mcp::knowledgeResources, {},
+                              mpnanny::mcp::serverInstructions());
+
+  return serve(Server, Protocol);
 }

@@ -1,13 +1,13 @@
 //===--- FactsPass.cpp - mpnanny-check -------------------------------------===//
 #include "FactsPass.h"
 
+#include "clang-tidy/ClangTidyCheck.h"
+#include "clang-tidy/ClangTidyModule.h"
+#include "clang-tidy/ClangTidyModuleRegistry.h"
 #include "utils/FindingLog.h"
 #include "utils/ParseHealth.h"
 #include "utils/PrecisionContext.h"
 #include "utils/ProjectFacts.h"
-#include "clang-tidy/ClangTidyCheck.h"
-#include "clang-tidy/ClangTidyModule.h"
-#include "clang-tidy/ClangTidyModuleRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -68,10 +68,9 @@ std::optional<Stamp> stampOf(const std::string &Path) {
   llvm::sys::fs::file_status Status;
   if (llvm::sys::fs::status(Path, Status))
     return std::nullopt;
-  return Stamp{Status.getSize(),
-               std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   Status.getLastModificationTime().time_since_epoch())
-                   .count()};
+  return Stamp{Status.getSize(), std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     Status.getLastModificationTime().time_since_epoch())
+                                     .count()};
 }
 
 std::string commandText(const std::vector<tooling::CompileCommand> &Commands) {
@@ -172,8 +171,8 @@ std::string cachedText(const std::string &Command, const UnitFacts &Facts) {
   llvm::json::Object Stamps;
   for (const std::string &File : Facts.Inputs)
     if (auto S = stampOf(File))
-      Stamps[File] = llvm::json::Object{{"size", static_cast<int64_t>(S->Size)},
-                                        {"modified", S->Modified}};
+      Stamps[File] =
+          llvm::json::Object{{"size", static_cast<int64_t>(S->Size)}, {"modified", S->Modified}};
   llvm::json::Value Entry = llvm::json::Object{
       {"command", Command}, {"stamps", std::move(Stamps)}, {"facts", Facts.toJson()}};
   return llvm::formatv("{0}", Entry).str();
@@ -199,12 +198,10 @@ FactsUpdate updateFacts(const std::string &Path, const std::vector<std::string> 
                         bool Whole) {
   FactsUpdate Result;
   Result.Path = Path;
-  const std::string UnitsDir = Path.substr(0, Path.size() - llvm::sys::path::extension(Path).size()) +
-                               ".units";
+  const std::string UnitsDir =
+      Path.substr(0, Path.size() - llvm::sys::path::extension(Path).size()) + ".units";
   llvm::sys::fs::create_directories(UnitsDir);
-  auto EntryOf = [&](const std::string &File) {
-    return UnitsDir + "/" + cacheKey(File) + ".json";
-  };
+  auto EntryOf = [&](const std::string &File) { return UnitsDir + "/" + cacheKey(File) + ".json"; };
 
   std::vector<std::string> Stale;
   std::vector<std::vector<tooling::CompileCommand>> StaleCommands;
@@ -223,9 +220,9 @@ FactsUpdate updateFacts(const std::string &Path, const std::vector<std::string> 
   if (!Stale.empty()) {
     ScanOptions Collect = Options;
     Collect.Checks = std::string("-*,") + FactsCollectorName;
-    std::vector<FileScan> Scans =
-        scanFiles(Stale, StaleCommands, [&] { return makeContext(Collect); }, Jobs,
-                  /*ApplyFixes=*/false, nullptr, Settings);
+    std::vector<FileScan> Scans = scanFiles(
+        Stale, StaleCommands, [&] { return makeContext(Collect); }, Jobs,
+        /*ApplyFixes=*/false, nullptr, Settings);
     for (size_t I = 0; I < Scans.size(); ++I) {
       const FileScan &S = Scans[I];
       ++Result.Parsed;

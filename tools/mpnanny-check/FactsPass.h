@@ -23,10 +23,10 @@ namespace mpnanny::check {
 inline constexpr const char *FactsCollectorName = "project-facts";
 
 struct FactsUpdate {
-  std::string Path;           ///< the facts file written
-  unsigned Parsed = 0;        ///< units read again
-  unsigned Reused = 0;        ///< units whose cached facts were still valid
-  unsigned Units = 0;         ///< units merged (those of earlier runs included)
+  std::string Path;                  ///< the facts file written
+  unsigned Parsed = 0;               ///< units read again
+  unsigned Reused = 0;               ///< units whose cached facts were still valid
+  unsigned Units = 0;                ///< units merged (those of earlier runs included)
   std::vector<std::string> Problems; ///< files whose facts could not be read
 };
 

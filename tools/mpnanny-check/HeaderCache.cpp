@@ -17,8 +17,8 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
-#include <nlohmann/json.hpp>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 using namespace clang;
 namespace fs = llvm::sys::fs;
@@ -62,8 +62,7 @@ std::string leadingAngleIncludes(llvm::StringRef Source) {
       break;
     // The directive ends where the next line's first token begins.
     unsigned End = SM.getFileOffset(Open.getLocation()) + Open.getLength();
-    for (Raw.LexFromRawLexer(T); !T.is(tok::eof) && !T.isAtStartOfLine();
-         Raw.LexFromRawLexer(T))
+    for (Raw.LexFromRawLexer(T); !T.is(tok::eof) && !T.isAtStartOfLine(); Raw.LexFromRawLexer(T))
       End = SM.getFileOffset(T.getLocation()) + T.getLength();
     Out += Source.substr(Begin, End - Begin).str() + "\n";
   }
@@ -89,13 +88,13 @@ std::optional<HeaderCache::Plan> HeaderCache::planFor(const tooling::CompileComm
       continue;
     // Text before the file's first line, or all inputs after "--": the includes are
     // then not the start of what the compiler reads.
-    if (A == "--" || A.starts_with("-include") || A.starts_with("--include") ||
-        A == "-imacros" || A.starts_with("--imacros"))
+    if (A == "--" || A.starts_with("-include") || A.starts_with("--include") || A == "-imacros" ||
+        A.starts_with("--imacros"))
       return std::nullopt;
     P.Args.push_back(A.str());
   }
-  std::string Identity = std::string(EntryFormat) + '\0' + getClangFullVersion() + '\0' +
-                         P.WorkingDirectory + '\0';
+  std::string Identity =
+      std::string(EntryFormat) + '\0' + getClangFullVersion() + '\0' + P.WorkingDirectory + '\0';
   for (const auto &A : P.Args)
     Identity += A + '\0';
   Identity += P.Includes;
@@ -179,8 +178,8 @@ HeaderCache::State HeaderCache::check(const std::string &Key, std::string &Why) 
   auto Text = llvm::MemoryBuffer::getFile(path(Key, "json"));
   if (!Text)
     return State::Missing;
-  nlohmann::json M = nlohmann::json::parse((*Text)->getBuffer().begin(),
-                                           (*Text)->getBuffer().end(), nullptr, false);
+  nlohmann::json M = nlohmann::json::parse((*Text)->getBuffer().begin(), (*Text)->getBuffer().end(),
+                                           nullptr, false);
   try {
     if (M.is_discarded() || M.at("format") != EntryFormat) {
       Why = "its manifest is unreadable";
@@ -220,9 +219,7 @@ void HeaderCache::remove(const std::string &Key) {
   fs::remove(path(Key, "pch"));
 }
 
-void HeaderCache::discard(const std::string &Pch) {
-  remove(llvm::sys::path::stem(Pch).str());
-}
+void HeaderCache::discard(const std::string &Pch) { remove(llvm::sys::path::stem(Pch).str()); }
 
 bool HeaderCache::build(const Plan &P, std::string &Error) {
   std::string Header = path(P.Key, "h");
@@ -328,8 +325,7 @@ void HeaderCache::reportOnce(const std::string &Key, const std::string &Text, st
 bool HeaderCache::needsBuild(const Plan &P, std::string &Note) {
   std::string Why;
   switch (check(P.Key, Why)) {
-  case State::Valid:
-    return false;
+  case State::Valid: return false;
   case State::Failed:
     reportOnce(P.Key, "header cache not used for these includes: " + Why, Note);
     return false;
@@ -337,8 +333,7 @@ bool HeaderCache::needsBuild(const Plan &P, std::string &Note) {
     reportOnce(P.Key, "header cache entry " + path(P.Key, "pch") + " rebuilt: " + Why, Note);
     remove(P.Key);
     return true;
-  case State::Missing:
-    break;
+  case State::Missing: break;
   }
   return true;
 }
@@ -347,14 +342,12 @@ std::optional<std::string> HeaderCache::pchFor(const Plan &P, std::string &Note)
   auto ReportOnce = [&](const std::string &Text) { reportOnce(P.Key, Text, Note); };
   std::string Why;
   switch (check(P.Key, Why)) {
-  case State::Valid:
-    return path(P.Key, "pch");
+  case State::Valid: return path(P.Key, "pch");
   case State::Failed:
     ReportOnce("header cache not used for these includes: " + Why);
     return std::nullopt;
   case State::Missing:
-  case State::Broken:
-    break;
+  case State::Broken: break;
   }
   if (std::error_code EC = fs::create_directories(Directory)) {
     ReportOnce("header cache not used: cannot create " + Directory + ": " + EC.message());
@@ -383,8 +376,7 @@ std::optional<std::string> HeaderCache::pchFor(const Plan &P, std::string &Note)
   std::string Error;
   if (!build(P, Error)) {
     std::lock_guard<std::mutex> G(Lock);
-    Note = (Note.empty() ? "" : Note + "; ") + "header cache not used for these includes: " +
-           Error;
+    Note = (Note.empty() ? "" : Note + "; ") + "header cache not used for these includes: " + Error;
     Reported.insert(P.Key);
     return std::nullopt;
   }

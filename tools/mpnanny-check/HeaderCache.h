@@ -45,9 +45,9 @@ public:
   /// (no leading angle includes, forced includes, a PCH of its own).
   struct Plan {
     std::string Key;
-    std::string Includes;             ///< the text of <key>.h
+    std::string Includes; ///< the text of <key>.h
     std::string WorkingDirectory;
-    std::vector<std::string> Args;    ///< the compile command without file and output
+    std::vector<std::string> Args; ///< the compile command without file and output
   };
   static std::optional<Plan> planFor(const clang::tooling::CompileCommand &Command,
                                      llvm::StringRef Source);

@@ -43,7 +43,8 @@ std::string absolutePath(const std::string &Path, const std::string &Directory) 
 }
 
 static std::string severityOf(const clang::tidy::ClangTidyError &E) {
-  return E.DiagLevel == clang::tooling::Diagnostic::Error ? "error" : "warning";
+  return vocab::name(E.DiagLevel == clang::tooling::Diagnostic::Error ? vocab::Severity::Error
+                                                                      : vocab::Severity::Warning);
 }
 
 std::vector<Finding> collectFindings(const std::vector<clang::tidy::ClangTidyError> &Errors,
@@ -59,7 +60,8 @@ std::vector<Finding> collectFindings(const std::vector<clang::tidy::ClangTidyErr
     F.Offset = E.Message.FileOffset;
     F.Severity = severityOf(E);
     for (const auto &N : E.Notes)
-      F.Notes.push_back({N.Message, locate(absolutePath(N.FilePath, E.BuildDirectory), N.FileOffset)});
+      F.Notes.push_back(
+          {N.Message, locate(absolutePath(N.FilePath, E.BuildDirectory), N.FileOffset)});
     for (const auto &[File, Replacements] : E.Message.Fix)
       for (const auto &R : Replacements) {
         Edit Ed;
@@ -83,8 +85,8 @@ std::vector<Finding> collectFindings(const std::vector<clang::tidy::ClangTidyErr
         F.Precision = D.Precision;
         F.Fix = D.Fix;
         F.AtenOps = D.AtenOps;
-        if (D.Severity == "error")
-          F.Severity = "error";
+        if (D.Severity == vocab::name(vocab::Severity::Error))
+          F.Severity = D.Severity;
         break;
       }
     }
@@ -146,11 +148,14 @@ nlohmann::json toJson(const Finding &F) {
                       {"end_line", E.End.Line},
                       {"end_column", E.End.Column},
                       {"text", E.Text}});
-  return {{"check", F.Check},       {"severity", F.Severity},   {"file", F.Where.File},
-          {"line", F.Where.Line},   {"column", F.Where.Column}, {"function", F.Function},
-          {"message", F.Message},   {"fix", F.Fix},             {"site_id", F.SiteId},
-          {"expression", F.Expression}, {"risk", F.Risk},       {"precision", F.Precision},
-          {"aten_ops", F.AtenOps},  {"notes", Notes},           {"fixits", FixIts}};
+  return {{"check", F.Check},         {"severity", F.Severity},
+          {"file", F.Where.File},     {"line", F.Where.Line},
+          {"column", F.Where.Column}, {"function", F.Function},
+          {"message", F.Message},     {"fix", F.Fix},
+          {"site_id", F.SiteId},      {"expression", F.Expression},
+          {"risk", F.Risk},           {"precision", F.Precision},
+          {"aten_ops", F.AtenOps},    {"notes", Notes},
+          {"fixits", FixIts}};
 }
 
 nlohmann::json sitesDocument(const std::vector<Finding> &Findings, const std::string &GeneratedBy) {

@@ -7,8 +7,9 @@
 #ifndef MPNANNY_TOOLS_OUTPUT_H
 #define MPNANNY_TOOLS_OUTPUT_H
 
-#include "utils/FindingLog.h"
+#include "Vocabulary.h"
 #include "clang-tidy/ClangTidyDiagnosticConsumer.h"
+#include "utils/FindingLog.h"
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -38,7 +39,7 @@ struct Finding {
   std::string Message;
   Location Where;
   unsigned Offset = 0;
-  std::string Severity = "warning";
+  std::string Severity = vocab::name(vocab::Severity::Warning);
   std::string Function;
   std::string Expression;
   std::string Risk;

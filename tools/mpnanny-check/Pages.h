@@ -2,28 +2,27 @@
 //
 // The knowledge pages (knowledge/mpnanny-<check>.md) as the tool shows them:
 // whole for --explain and SARIF help, their first line for --list-checks, one
-// section for SARIF's fullDescription.
+// section for SARIF's fullDescription. The lookup is common/'s, which the MCP
+// server shares.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MPNANNY_TOOLS_PAGES_H
 #define MPNANNY_TOOLS_PAGES_H
+
+#include "KnowledgePages.h"
 
 #include <optional>
 #include <string>
 
 namespace mpnanny::check {
 
-/// $MPNANNY_KNOWLEDGE, else the installed pages, else the source tree's.
-std::string knowledgeDir();
-
 /// The page of a check ("mpnanny-risky-op" or "risky-op"), if there is one.
-std::optional<std::string> pageOf(const std::string &Check);
+inline std::optional<std::string> pageOf(const std::string &Check) {
+  return knowledge::checkPage(Check);
+}
 
-/// The first line of prose after the title: the page's one-line summary.
-std::string summaryOf(const std::string &Page);
-
-/// The text of a `## Heading` section, without its heading, trimmed.
-std::string sectionOf(const std::string &Page, const std::string &Heading);
+using knowledge::sectionOf;
+using knowledge::summaryOf;
 
 } // namespace mpnanny::check
 

@@ -60,9 +60,10 @@ static std::string ruleName(llvm::StringRef Check) {
 }
 
 static nlohmann::json ruleOf(const std::string &Check) {
-  nlohmann::json Rule = {{"id", Check},
-                         {"name", ruleName(Check)},
-                         {"defaultConfiguration", {{"level", "warning"}}}};
+  nlohmann::json Rule = {
+      {"id", Check},
+      {"name", ruleName(Check)},
+      {"defaultConfiguration", {{"level", vocab::name(vocab::Severity::Warning)}}}};
   std::optional<std::string> Page = pageOf(Check);
   if (!Page) {
     Rule["shortDescription"] = {{"text", Check}};
@@ -99,8 +100,8 @@ static nlohmann::json fixOf(const Finding &F, const std::string &Root) {
   }
   nlohmann::json Changes = nlohmann::json::array();
   for (const auto &File : Order)
-    Changes.push_back({{"artifactLocation", artifactLocation(File, Root)},
-                       {"replacements", ByFile[File]}});
+    Changes.push_back(
+        {{"artifactLocation", artifactLocation(File, Root)}, {"replacements", ByFile[File]}});
   nlohmann::json Fix = {{"artifactChanges", Changes}};
   Fix["description"] = {{"text", F.Fix.empty() ? "apply the exact rewrite" : F.Fix}};
   return Fix;
@@ -123,15 +124,15 @@ nlohmann::json toSarif(const std::vector<Finding> &Findings, const SarifRun &Run
   for (const auto &F : Findings) {
     nlohmann::json Location = {{"physicalLocation", physicalLocation(F.Where, Root)}};
     if (!F.Function.empty())
-      Location["logicalLocations"] = {
-          {{"fullyQualifiedName", F.Function}, {"kind", "function"}}};
-    nlohmann::json Result = {{"ruleId", F.Check},
-                             {"ruleIndex", RuleIndex[F.Check]},
-                             {"level", F.Severity == "error"  ? "error"
-                                       : F.Severity == "note" ? "note"
-                                                              : "warning"},
-                             {"message", {{"text", F.Message}}},
-                             {"locations", {Location}}};
+      Location["logicalLocations"] = {{{"fullyQualifiedName", F.Function}, {"kind", "function"}}};
+    nlohmann::json Result = {
+        {"ruleId", F.Check},
+        {"ruleIndex", RuleIndex[F.Check]},
+        // SARIF's result levels are the vocabulary's severities.
+        {"level",
+         vocab::name(vocab::parse<vocab::Severity>(F.Severity).value_or(vocab::Severity::Warning))},
+        {"message", {{"text", F.Message}}},
+        {"locations", {Location}}};
     // SARIF wants related locations unique; a check may attach the same note twice.
     nlohmann::json Related = nlohmann::json::array();
     std::set<std::string> Seen;
@@ -163,7 +164,8 @@ nlohmann::json toSarif(const std::vector<Finding> &Findings, const SarifRun &Run
 
   nlohmann::json Notifications = nlohmann::json::array();
   for (const auto &P : Run.Problems)
-    Notifications.push_back({{"level", "error"}, {"message", {{"text", P}}}});
+    Notifications.push_back(
+        {{"level", vocab::name(vocab::Severity::Error)}, {"message", {{"text", P}}}});
   nlohmann::json Invocation = {{"executionSuccessful", Run.Problems.empty()}};
   if (!Notifications.empty())
     Invocation["toolExecutionNotifications"] = Notifications;
@@ -172,12 +174,10 @@ nlohmann::json toSarif(const std::vector<Finding> &Findings, const SarifRun &Run
                            {"version", Run.ToolVersion},
                            {"semanticVersion", Run.ToolVersion},
                            {"rules", Rules}};
-  nlohmann::json RunJson = {{"tool", {{"driver", Driver}}},
-                            {"invocations", {Invocation}},
-                            {"results", Results}};
+  nlohmann::json RunJson = {
+      {"tool", {{"driver", Driver}}}, {"invocations", {Invocation}}, {"results", Results}};
   if (!Root.empty())
-    RunJson["originalUriBaseIds"] = {
-        {SourceRoot, {{"uri", "file://" + encodePath(Root) + "/"}}}};
+    RunJson["originalUriBaseIds"] = {{SourceRoot, {{"uri", "file://" + encodePath(Root) + "/"}}}};
   return {{"$schema", "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
                       "sarif-schema-2.1.0.json"},
           {"version", "2.1.0"},

@@ -9,18 +9,18 @@
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
-#include <cstdlib>
-#include <fcntl.h>
-#include <spawn.h>
-#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <fcntl.h>
 #include <map>
 #include <mutex>
 #include <set>
+#include <spawn.h>
 #include <thread>
 #include <tuple>
+#include <unistd.h>
 
 using namespace clang;
 
@@ -30,10 +30,9 @@ static bool isThirdParty(llvm::StringRef File) {
   if (File.starts_with("/usr/") || File.starts_with("/opt/"))
     return true;
   static const std::set<std::string> Folders = {
-      "_deps",  "third_party", "third-party", "thirdparty", "3rdparty", "external",
+      "_deps",  "third_party", "third-party", "thirdparty", "3rdparty",    "external",
       "extern", "vendor",      "deps",        "CMakeFiles", "node_modules"};
-  for (auto It = llvm::sys::path::begin(File), End = llvm::sys::path::end(File); It != End;
-       ++It)
+  for (auto It = llvm::sys::path::begin(File), End = llvm::sys::path::end(File); It != End; ++It)
     if (Folders.count(It->str()))
       return true;
   return false;
@@ -138,7 +137,7 @@ prepareCache(HeaderCache &Cache, const std::vector<std::string> &Files,
   std::vector<const std::pair<HeaderCache::Plan, std::vector<size_t>> *> Entries;
   const bool Debug = std::getenv("MPNANNY_DEBUG_SCAN") && *std::getenv("MPNANNY_DEBUG_SCAN");
   static std::mutex Print;
-  auto Tell = [](const std::string &Note, const char *Kind = "note") {
+  auto Tell = [](const std::string &Note, const char *Kind = vocab::name(vocab::Severity::Note)) {
     if (Note.empty())
       return;
     std::lock_guard<std::mutex> G(Print);
@@ -213,8 +212,8 @@ static void scanOne(FileScan &S, const std::vector<tooling::CompileCommand> &Com
     // clang-tidy sets the working directory of each compile command on it.
     auto FS = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(
         MakeFS ? MakeFS() : llvm::vfs::createPhysicalFileSystem());
-    S.Errors = clang::tidy::runClangTidy(*S.Context, DB, {S.File}, FS, ApplyFixes,
-                                         Settings.Profile);
+    S.Errors =
+        clang::tidy::runClangTidy(*S.Context, DB, {S.File}, FS, ApplyFixes, Settings.Profile);
     // The checks run on this thread and log here: the log is per thread.
     S.Details = FindingLog::take();
     S.Parse = FindingLog::takeParse();
@@ -241,9 +240,8 @@ static void scanOne(FileScan &S, const std::vector<tooling::CompileCommand> &Com
 
 std::vector<FileScan> scanFiles(const std::vector<std::string> &Files,
                                 const std::vector<std::vector<tooling::CompileCommand>> &Commands,
-                                const ContextFactory &MakeContext, unsigned Jobs,
-                                bool ApplyFixes, const FileSystemFactory &MakeFS,
-                                const ScanSettings &Settings) {
+                                const ContextFactory &MakeContext, unsigned Jobs, bool ApplyFixes,
+                                const FileSystemFactory &MakeFS, const ScanSettings &Settings) {
   Jobs = std::max(1u, std::min<unsigned>(Jobs, static_cast<unsigned>(Files.size())));
   std::vector<std::optional<std::string>> Pch(Files.size());
   // Entries built alongside the scan; joined before returning (by a destructor, so that
@@ -320,7 +318,8 @@ std::vector<FileScan> scanFiles(const std::vector<std::string> &Files,
       J->MakeFS = MakeFS;
       J->Settings = Settings;
       J->ApplyFixes = ApplyFixes;
-      J->Deadline = std::chrono::steady_clock::now() + std::chrono::seconds(Settings.TimeoutSeconds);
+      J->Deadline =
+          std::chrono::steady_clock::now() + std::chrono::seconds(Settings.TimeoutSeconds);
       Running[I] = J;
       ++Active;
       std::thread([J, Finished] {
@@ -376,11 +375,10 @@ void dropRepeats(std::vector<FileScan> &Scans) {
                              bool Placeless = Err.Message.FilePath.empty();
                              if (Placeless && Err.DiagnosticName != "clang-tidy-config")
                                return false;
-                             return !Seen
-                                         .emplace(absolutePath(Err.Message.FilePath,
-                                                               Err.BuildDirectory),
-                                                  Err.Message.FileOffset, Err.DiagnosticName,
-                                                  Err.Message.Message)
+                             return !Seen.emplace(
+                                             absolutePath(Err.Message.FilePath, Err.BuildDirectory),
+                                             Err.Message.FileOffset, Err.DiagnosticName,
+                                             Err.Message.Message)
                                          .second;
                            }),
             E.end());

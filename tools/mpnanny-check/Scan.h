@@ -9,10 +9,10 @@
 #ifndef MPNANNY_TOOLS_SCAN_H
 #define MPNANNY_TOOLS_SCAN_H
 
-#include "utils/FindingLog.h"
 #include "HeaderCache.h"
 #include "clang-tidy/ClangTidy.h"
 #include "clang-tidy/ClangTidyDiagnosticConsumer.h"
+#include "utils/FindingLog.h"
 #include "clang/Tooling/CompilationDatabase.h"
 #include "llvm/Support/VirtualFileSystem.h"
 #include <functional>
@@ -67,11 +67,11 @@ using FileSystemFactory = std::function<llvm::IntrusiveRefCntPtr<llvm::vfs::File
 /// through (sources in memory, a sandbox); by default the disk. Progress "[i/N] file" goes
 /// to stderr when it is a terminal. With a header cache, each distinct set of leading
 /// includes is precompiled once, before the files fan out.
-std::vector<FileScan> scanFiles(const std::vector<std::string> &Files,
-                                const std::vector<std::vector<clang::tooling::CompileCommand>> &Commands,
-                                const ContextFactory &MakeContext, unsigned Jobs, bool ApplyFixes,
-                                const FileSystemFactory &MakeFS = nullptr,
-                                const ScanSettings &Settings = {});
+std::vector<FileScan>
+scanFiles(const std::vector<std::string> &Files,
+          const std::vector<std::vector<clang::tooling::CompileCommand>> &Commands,
+          const ContextFactory &MakeContext, unsigned Jobs, bool ApplyFixes,
+          const FileSystemFactory &MakeFS = nullptr, const ScanSettings &Settings = {});
 
 /// Drops the diagnostics an earlier file already reported (a finding in a header
 /// that several files include), so that each is printed and counted once.

@@ -163,8 +163,8 @@ struct FixedCommands : tooling::CompilationDatabase {
 };
 } // namespace
 
-std::vector<tooling::CompileCommand>
-discoveredCommands(const std::string &File, const std::vector<std::string> &ExtraArgs) {
+std::vector<tooling::CompileCommand> discoveredCommands(const std::string &File,
+                                                        const std::vector<std::string> &ExtraArgs) {
   std::string Error;
   if (auto DB = tooling::CompilationDatabase::autoDetectFromSource(File, Error)) {
     // Commands clang guessed from a neighbour do not count: a scratch file in a build
@@ -189,8 +189,7 @@ std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
   std::vector<std::string> Problems;
   for (const auto &S : Scans) {
     if (S.StoppedAfterSeconds) {
-      Problems.push_back(S.File + ": scan stopped after " +
-                         std::to_string(*S.StoppedAfterSeconds) +
+      Problems.push_back(S.File + ": scan stopped after " + std::to_string(*S.StoppedAfterSeconds) +
                          " s (--timeout); this file's findings are missing");
       continue;
     }
@@ -200,8 +199,8 @@ std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
       if (E.DiagLevel == tooling::Diagnostic::Error &&
           llvm::StringRef(E.DiagnosticName).starts_with("clang-diagnostic") && Count++ == 0) {
         // Where, as the compiler says it: the JSON and SARIF outputs print only this line.
-        Location At = locate(absolutePath(E.Message.FilePath, E.BuildDirectory),
-                             E.Message.FileOffset);
+        Location At =
+            locate(absolutePath(E.Message.FilePath, E.BuildDirectory), E.Message.FileOffset);
         First = At.Line ? At.File + ":" + std::to_string(At.Line) + ":" +
                               std::to_string(At.Column) + ": " + E.Message.Message
                         : E.Message.Message;
@@ -218,8 +217,8 @@ std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
       else if (P.Functions)
         Coverage = "its " + std::to_string(P.Functions) +
                    " function(s) were checked, but what did not parse was not seen";
-    Problems.push_back(S.File + ": " + std::to_string(Count) + " compile error(s) (first: " +
-                       First + "); " + Coverage + ". " + Hint);
+    Problems.push_back(S.File + ": " + std::to_string(Count) +
+                       " compile error(s) (first: " + First + "); " + Coverage + ". " + Hint);
   }
   return Problems;
 }
@@ -275,8 +274,8 @@ static void relocate(std::vector<Finding> &Findings, const std::vector<ClangTidy
         continue;
       for (size_t I = 0; I < E.Notes.size(); ++I)
         if (!E.Notes[I].FilePath.empty())
-          F.Notes[I].Where = Relocated(
-              {absolutePath(E.Notes[I].FilePath, E.BuildDirectory), 0, 0}, E.Notes[I].FileOffset);
+          F.Notes[I].Where = Relocated({absolutePath(E.Notes[I].FilePath, E.BuildDirectory), 0, 0},
+                                       E.Notes[I].FileOffset);
       break;
     }
   }

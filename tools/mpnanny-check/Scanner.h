@@ -102,7 +102,6 @@ struct ScanResult {
 /// Hint: see parseProblems().
 ScanResult scan(const ScanRequest &Request, const std::string &Hint);
 
-
 /// Line and column (1-based, bytes) of an offset in a text.
 Location locateIn(const std::string &File, const std::string &Text, unsigned Offset);
 

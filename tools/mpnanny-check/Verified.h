@@ -10,9 +10,9 @@
 
 #include "Output.h"
 
-#include <nlohmann/json.hpp>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 

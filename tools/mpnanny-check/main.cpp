@@ -34,15 +34,15 @@
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdlib>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <sys/resource.h>
-#include <unistd.h>
+#include <cstdlib>
 #include <map>
 #include <optional>
+#include <sys/resource.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace clang;
 using namespace clang::tidy;
@@ -62,14 +62,16 @@ cl::opt<std::string> BuildPath("p",
                                cl::value_desc("build"), cl::cat(Category));
 cl::opt<unsigned> Jobs("j", cl::desc("Files scanned in parallel (default: number of cores)"),
                        cl::init(0), cl::value_desc("N"), cl::cat(Category));
-cl::opt<std::string> RulesDir("rules", cl::desc("Knowledge base directory (default: bundled rules)"),
+cl::opt<std::string> RulesDir("rules",
+                              cl::desc("Knowledge base directory (default: bundled rules)"),
                               cl::value_desc("dir"), cl::cat(Category));
-cl::opt<std::string> PrecisionOpt(
-    "precision",
-    cl::desc("The precision the project runs in, for code that shows none of its own (explicit "
-             "conversions and autocast switches still win): fp32, fp16, bf16, autocast-fp16, "
-             "autocast-bf16; overrides the project file's Precision"),
-    cl::cat(Category));
+// The vocabulary's names; cl::desc keeps a reference, so the text lives as long as the option.
+const std::string PrecisionHelp =
+    "The precision the project runs in, for code that shows none of its own (explicit "
+    "conversions and autocast switches still win): " +
+    mpnanny::vocab::joinedNames<mpnanny::vocab::Precision>() +
+    "; overrides the project file's Precision";
+cl::opt<std::string> PrecisionOpt("precision", cl::desc(PrecisionHelp), cl::cat(Category));
 cl::opt<std::string> ChecksOpt("checks", cl::desc("Checks to run (clang-tidy glob)"),
                                cl::init("-*,mpnanny-*"), cl::cat(Category));
 cl::opt<std::string> FormatOpt("format",
@@ -79,11 +81,14 @@ cl::opt<std::string> ExportSites(
     "export-sites",
     cl::desc("Write the sites file the runtime verifies (default name: mpnanny-sites.json)"),
     cl::value_desc("file"), cl::ValueOptional, cl::cat(Category));
-cl::opt<std::string> FailOn("fail-on",
-                            cl::desc("Lowest severity that makes the exit code 1: note, "
-                                     "warning (default) or error"),
-                            cl::init("warning"), cl::cat(Category));
-cl::opt<bool> FixOpt("fix", cl::desc("Apply the fix-its that are exact rewrites"), cl::cat(Category));
+cl::opt<std::string>
+    FailOn("fail-on",
+           cl::desc("Lowest severity that makes the exit code 1: note, "
+                    "warning (default) or error"),
+           cl::init(std::string(mpnanny::vocab::name(mpnanny::vocab::Severity::Warning))),
+           cl::cat(Category));
+cl::opt<bool> FixOpt("fix", cl::desc("Apply the fix-its that are exact rewrites"),
+                     cl::cat(Category));
 cl::opt<bool> ListChecks("list-checks", cl::desc("List the checks, one line each"),
                          cl::cat(Category));
 cl::opt<std::string> Explain("explain", cl::desc("Print a check's knowledge page"),
@@ -114,10 +119,11 @@ cl::opt<unsigned> Timeout("timeout",
                           cl::desc("Seconds one file may take before its scan is stopped "
                                    "(default 300; 0: no limit)"),
                           cl::init(300), cl::value_desc("s"), cl::cat(Category));
-cl::opt<std::string> VerifiedDb("verified",
-                               cl::desc("Show each finding with its verdict from a MPNANNY_VERIFY=1 "
-                                        "run's database (nanny_logs/metrics.db)"),
-                               cl::value_desc("metrics.db"), cl::cat(Category));
+cl::opt<std::string>
+    VerifiedDb("verified",
+               cl::desc("Show each finding with its verdict from a MPNANNY_VERIFY=1 "
+                        "run's database (nanny_logs/metrics.db)"),
+               cl::value_desc("metrics.db"), cl::cat(Category));
 cl::opt<std::string> HideCleared(
     "hide-cleared",
     cl::desc("With --verified: hide findings that run time showed healthy (NOT_OBSERVED) on at "
@@ -163,7 +169,12 @@ adjusted(std::unique_ptr<tooling::CompilationDatabase> Base) {
   return mpnanny::check::adjusted(std::move(Base), extraArgs());
 }
 
-int severityRank(StringRef S) { return S == "error" ? 2 : S == "warning" ? 1 : 0; }
+/// Note 0, warning 1, error 2 (the vocabulary's order); anything else counts as a note.
+int severityRank(StringRef S) {
+  auto Level =
+      mpnanny::vocab::parse<mpnanny::vocab::Severity>(std::string_view(S.data(), S.size()));
+  return static_cast<int>(Level.value_or(mpnanny::vocab::Severity::Note));
+}
 
 /// `--export-sites FILE` as well as `--export-sites=FILE`: an optional value is only
 /// taken after '=' by the command-line library, so a following *.json is joined to it.
@@ -237,13 +248,16 @@ struct Inputs {
 
 /// Checks the options that take a word; 0 when all are good, else the exit code.
 int validateOptions() {
+  namespace vocab = mpnanny::vocab;
   if (FormatOpt != "text" && FormatOpt != "json" && FormatOpt != "sarif")
     return fail("unknown --format '" + FormatOpt + "' (use text, json or sarif)", 2);
-  if (FailOn != "note" && FailOn != "warning" && FailOn != "error")
-    return fail("unknown --fail-on '" + FailOn + "' (use note, warning or error)", 2);
-  if (!PrecisionOpt.empty() && !mpnanny::kb::parsePrecision(PrecisionOpt))
-    return fail("unknown --precision '" + PrecisionOpt +
-                    "' (use fp32, fp16, bf16, autocast-fp16 or autocast-bf16)",
+  if (!vocab::parse<vocab::Severity>(FailOn))
+    return fail("unknown --fail-on '" + FailOn + "' (use " +
+                    vocab::choices(vocab::names<vocab::Severity>()) + ")",
+                2);
+  if (!PrecisionOpt.empty() && !vocab::parse<vocab::Precision>(PrecisionOpt))
+    return fail("unknown --precision '" + PrecisionOpt + "' (use " +
+                    vocab::choices(vocab::names<vocab::Precision>()) + ")",
                 2);
   return 0;
 }
@@ -288,7 +302,7 @@ std::optional<int> answerWithoutScanning(const std::vector<std::string> &CheckNa
 /// The project file, then the options: the command line wins over the project file, which
 /// wins over `.clang-tidy` (read per file by the checks). 0, or the exit code of an error.
 int settle(const Inputs &In) {
-  std::string Dir = !BuildPath.empty() ? std::string(BuildPath)
+  std::string Dir = !BuildPath.empty()  ? std::string(BuildPath)
                     : !In.Files.empty() ? sys::path::parent_path(In.Files.front()).str()
                                         : std::string(".");
   std::string Error;
@@ -312,8 +326,8 @@ int settle(const Inputs &In) {
   TheSettings.FactsPath = Facts == "none" ? "" : Facts;
   // Without a database the checks look for the facts themselves, as clang-tidy's do.
   Scan.FactsFile = Facts.empty() ? "" : Facts == "none" ? "none" : Facts;
-  std::string Rules = Scan.RulesDir.empty() ? mpnanny::kb::KnowledgeBase::defaultDirectory()
-                                            : Scan.RulesDir;
+  std::string Rules =
+      Scan.RulesDir.empty() ? mpnanny::kb::KnowledgeBase::defaultDirectory() : Scan.RulesDir;
   try {
     mpnanny::kb::KnowledgeBase::cached(Rules);
   } catch (const mpnanny::kb::LoadError &E) {
@@ -341,8 +355,9 @@ int gatherInputs(std::unique_ptr<tooling::CompilationDatabase> Fixed, Inputs &In
   if (In.WholeProject) {
     In.Files = mpnanny::check::projectFiles(*Project, BuildPath);
     if (In.Files.empty())
-      return fail("'" + BuildPath + "/compile_commands.json' lists no source of the project "
-                                    "(third-party and generated files are skipped)",
+      return fail("'" + BuildPath +
+                      "/compile_commands.json' lists no source of the project "
+                      "(third-party and generated files are skipped)",
                   2);
   } else if (Sources.empty()) {
     return fail("no source file given (mpnanny-check -p build [file.cpp], or file.cpp -- flags)",
@@ -389,8 +404,8 @@ mpnanny::check::ScanSettings scanSettings(mpnanny::check::HeaderCache *Cache,
     if (!Self.empty()) {
       Settings.DetachedCacheBuild = {Self, "--build-cache-only",
                                      "--build-cache-after-pid=" + std::to_string(getpid())};
-      Settings.DetachedCacheBuild.insert(Settings.DetachedCacheBuild.end(),
-                                         CommandLine.begin() + 1, CommandLine.end());
+      Settings.DetachedCacheBuild.insert(Settings.DetachedCacheBuild.end(), CommandLine.begin() + 1,
+                                         CommandLine.end());
     }
   }
   Settings.TimeoutSeconds = Timeout;
@@ -414,8 +429,8 @@ bool refreshFacts(const Inputs &In, unsigned Jobs, const mpnanny::check::ScanSet
     errs() << "mpnanny-check: warning: facts: " << P << "\n";
   double Seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
   errs() << "mpnanny-check: project facts " << Update.Path << ": " << Update.Parsed
-         << " unit(s) read, " << Update.Reused << " unchanged, " << Update.Units
-         << " in all (" << llvm::format("%.1f", Seconds) << " s)\n";
+         << " unit(s) read, " << Update.Reused << " unchanged, " << Update.Units << " in all ("
+         << llvm::format("%.1f", Seconds) << " s)\n";
   return sys::fs::exists(Update.Path);
 }
 
@@ -518,8 +533,7 @@ int report(std::vector<mpnanny::check::FileScan> &Scans, const Inputs &In,
     Errors.insert(Errors.end(), S.Errors.begin(), S.Errors.end());
     Details.insert(Details.end(), S.Details.begin(), S.Details.end());
   }
-  std::vector<mpnanny::check::Finding> Findings =
-      mpnanny::check::collectFindings(Errors, Details);
+  std::vector<mpnanny::check::Finding> Findings = mpnanny::check::collectFindings(Errors, Details);
   if (FixOpt && (FormatOpt != "text" || Verified))
     applyEdits(Findings);
   // The sites file keeps every finding (the next run verifies them again); the report and the

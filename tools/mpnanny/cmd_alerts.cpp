@@ -1,8 +1,8 @@
 // mpnanny alerts: one row per alert, filtered by severity, type, site and step range.
 #include <iostream>
 
-#include "Cli.h"
-#include "Queries.h"
+#include "cli.h"
+#include "queries.h"
 
 namespace mpnanny::cli {
 
@@ -35,8 +35,8 @@ int alerts(Args args) {
   query::AlertFilter filter;
   if (auto severity = args.take("--severity")) {
     *severity = upper(*severity);
-    if (*severity != "ERROR" && *severity != "WARNING" && *severity != "INFO") {
-      throw UsageError("--severity must be ERROR, WARNING or INFO");
+    if (!vocab::parse<vocab::AlertSeverity>(*severity)) {
+      throw UsageError("--severity must be " + query::severity_choices());
     }
     filter.severity = severity;
   }
@@ -57,7 +57,7 @@ int alerts(Args args) {
       {"sev", "severity", false, false, false,
        [](const nlohmann::json& row) {
          const std::string text = query::cell_text(row["severity"]);
-         return text == "WARNING" ? std::string("WARN") : text;
+         return text == vocab::name(vocab::AlertSeverity::Warning) ? std::string("WARN") : text;
        },
        severity},
       {"type", "type", false, false, false, nullptr, severity},
@@ -74,23 +74,21 @@ int alerts(Args args) {
   // One database: its rank is in the summary, and the columns are better spent on the rows.
   if (databases.size() == 1) columns.erase(columns.begin());
   switch (common.format) {
-    case query::Format::Json:
-      std::cout << query::json_text(rows, 2) << "\n";
-      break;
+    case query::Format::Json: std::cout << query::json_text(rows, 2) << "\n"; break;
     case query::Format::Csv: {
-      std::vector<query::Column> csv = {{"", "rank"},     {"", "step"},  {"", "seq"},   {"", "severity"},
-                                        {"", "type"},     {"", "rule"},  {"", "phase"}, {"", "op"},
-                                        {"", "name"},     {"", "file"},  {"", "line"},  {"", "function"},
-                                        {"", "value"},    {"", "threshold"}, {"", "message"}};
+      std::vector<query::Column> csv = {{"", "rank"},  {"", "step"},      {"", "seq"},    {"", "severity"},
+                                        {"", "type"},  {"", "rule"},      {"", "phase"},  {"", "op"},
+                                        {"", "name"},  {"", "file"},      {"", "line"},   {"", "function"},
+                                        {"", "value"}, {"", "threshold"}, {"", "message"}};
       std::cout << query::render_csv(rows, csv);
       break;
     }
     case query::Format::Table:
       if (rows.empty()) {
-        std::cout << "no alerts" << (filter.severity || filter.type || filter.site || filter.first_step ||
-                                             filter.last_step
-                                         ? " match these filters"
-                                         : " in this run")
+        std::cout << "no alerts"
+                  << (filter.severity || filter.type || filter.site || filter.first_step || filter.last_step
+                          ? " match these filters"
+                          : " in this run")
                   << "\n";
       } else {
         std::cout << query::render_table(rows, columns, common.colour);

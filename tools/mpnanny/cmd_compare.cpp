@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "Cli.h"
-#include "Queries.h"
-#include "Report.h"
+#include "cli.h"
+#include "queries.h"
+#include "report.h"
 
 namespace mpnanny::cli {
 
@@ -50,12 +50,13 @@ int compare(Args args) {
       {"departs", "departure_step", true},
       {"max rel", "max_relative", true, false, false, relative,
        [](const nlohmann::json& row) {
-         return row["departs"].get<bool>() ? query::severity_colour("WARNING") : std::string();
+         return row["departs"].get<bool>() ? query::colour_of(vocab::AlertSeverity::Warning) : std::string();
        }},
       {"what", "what", false, true, false,
        [](const nlohmann::json& row) {
          const std::string name = query::cell_text(row["name"]);
-         return query::cell_text(row["phase"]) + " " + (name.empty() ? query::short_op(query::cell_text(row["op"])) : name);
+         return query::cell_text(row["phase"]) + " " +
+                (name.empty() ? query::short_op(query::cell_text(row["op"])) : name);
        }},
       {"site", "site", false, true, true},
       {"function", "function", false, true},
@@ -83,8 +84,8 @@ int compare(Args args) {
     }
     case query::Format::Table: {
       const nlohmann::json& d = result["departure"];
-      const std::string low_suffix = " (run " + std::to_string(low.run_id()) + ", " +
-                                     result["low_format"].get<std::string>() + ")";
+      const std::string low_suffix =
+          " (run " + std::to_string(low.run_id()) + ", " + result["low_format"].get<std::string>() + ")";
       const std::string reference_suffix = " (run " + std::to_string(reference.run_id()) + ")";
       std::cout << "reference " << query::fit(reference.path(), 90 - reference_suffix.size(), true) << reference_suffix
                 << "\n"

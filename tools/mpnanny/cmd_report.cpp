@@ -2,8 +2,8 @@
 // and verdicts.
 #include <iostream>
 
-#include "Cli.h"
-#include "Report.h"
+#include "cli.h"
+#include "report.h"
 
 namespace mpnanny::cli {
 

@@ -1,8 +1,8 @@
 // mpnanny sites: which static findings the run confirmed (MPNANNY_VERIFY=1), with evidence.
 #include <iostream>
 
-#include "Cli.h"
-#include "Queries.h"
+#include "cli.h"
+#include "queries.h"
 
 namespace mpnanny::cli {
 
@@ -53,9 +53,7 @@ int sites(Args args) {
   // One database: its rank is in the summary, and the columns are better spent on the rows.
   if (databases.size() == 1) columns.erase(columns.begin());
   switch (common.format) {
-    case query::Format::Json:
-      std::cout << query::json_text(rows, 2) << "\n";
-      break;
+    case query::Format::Json: std::cout << query::json_text(rows, 2) << "\n"; break;
     case query::Format::Csv: {
       std::vector<query::Column> csv;
       for (const char* key : {"rank", "site_id", "check_name", "verdict", "file", "line", "function", "steps_observed",

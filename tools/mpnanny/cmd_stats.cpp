@@ -1,8 +1,8 @@
 // mpnanny stats --step N: the statistics of every tensor observed at one step.
 #include <iostream>
 
-#include "Cli.h"
-#include "Queries.h"
+#include "cli.h"
+#include "queries.h"
 
 namespace mpnanny::cli {
 
@@ -38,8 +38,10 @@ int stats(Args args) {
       {"phase", "phase", false, false, false,
        [](const nlohmann::json& row) {
          const std::string phase = query::cell_text(row["phase"]);
-         return phase == "forward" ? std::string("fwd") : phase == "backward" ? std::string("bwd")
-                : phase == "gradient" ? std::string("grad") : phase;
+         return phase == "forward"    ? std::string("fwd")
+                : phase == "backward" ? std::string("bwd")
+                : phase == "gradient" ? std::string("grad")
+                                      : phase;
        }},
       {"what", "what", false, true, false,
        [](const nlohmann::json& row) {
@@ -60,10 +62,10 @@ int stats(Args args) {
        [](const nlohmann::json& row) {
          return (row["nan_count"].is_number() && row["nan_count"].get<int64_t>() > 0) ||
                         (row["inf_count"].is_number() && row["inf_count"].get<int64_t>() > 0)
-                    ? query::severity_colour("ERROR")
+                    ? query::colour_of(vocab::AlertSeverity::Error)
                     : std::string();
        }},
-      {"f16 ovf/sub/0", "fp16", true, false, false,
+      {"f16 ovf/sub/0", vocab::name(vocab::Format::FP16), true, false, false,
        [](const nlohmann::json& row) {
          return query::cell_text(row["fp16_overflow"]) + "/" + query::cell_text(row["fp16_subnormal"]) + "/" +
                 query::cell_text(row["fp16_flush"]);
@@ -72,15 +74,35 @@ int stats(Args args) {
   // One database: its rank is in the summary, and the columns are better spent on the rows.
   if (databases.size() == 1) columns.erase(columns.begin());
   switch (common.format) {
-    case query::Format::Json:
-      std::cout << query::json_text(rows, 2) << "\n";
-      break;
+    case query::Format::Json: std::cout << query::json_text(rows, 2) << "\n"; break;
     case query::Format::Csv: {
       std::vector<query::Column> csv;
-      for (const char* key : {"rank", "step", "seq", "phase", "op", "name", "file", "line", "function", "dtype",
-                              "shape", "numel", "nan_count", "inf_count", "zero_count", "max_abs", "min_abs_nonzero",
-                              "mean", "norm", "fp16_overflow", "fp16_subnormal", "fp16_flush", "bf16_overflow",
-                              "bf16_subnormal", "bf16_flush", "update_ratio"}) {
+      for (const char* key : {"rank",
+                              "step",
+                              "seq",
+                              "phase",
+                              "op",
+                              "name",
+                              "file",
+                              "line",
+                              "function",
+                              "dtype",
+                              "shape",
+                              "numel",
+                              "nan_count",
+                              "inf_count",
+                              "zero_count",
+                              "max_abs",
+                              "min_abs_nonzero",
+                              "mean",
+                              "norm",
+                              "fp16_overflow",
+                              "fp16_subnormal",
+                              "fp16_flush",
+                              "bf16_overflow",
+                              "bf16_subnormal",
+                              "bf16_flush",
+                              "update_ratio"}) {
         csv.push_back({"", key});
       }
       std::cout << query::render_csv(rows, csv);

@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "Cli.h"
-#include "Queries.h"
+#include "cli.h"
+#include "queries.h"
 
 namespace mpnanny::cli {
 
@@ -69,7 +69,7 @@ void print_table(const json& runs, bool colour) {
       if (!cell_text(e["op"]).empty()) what += " " + query::short_op(cell_text(e["op"]));
       if (!cell_text(e["name"]).empty()) what += " " + cell_text(e["name"]);
       std::cout << "  first ERROR  step " << cell_text(e["step"]) << "  "
-                << paint(colour, query::severity_colour("ERROR"), cell_text(e["type"])) << " at "
+                << paint(colour, query::colour_of(vocab::AlertSeverity::Error), cell_text(e["type"])) << " at "
                 << cell_text(e["site"]);
       if (!cell_text(e["function"]).empty()) std::cout << " in " << query::fit(cell_text(e["function"]), 40, false);
       std::cout << "\n               " << query::fit(what, 50, false) << ": value " << cell_text(e["value"])
@@ -79,7 +79,8 @@ void print_table(const json& runs, bool colour) {
               << (run["loss_scale"].is_null() ? std::string("not recorded") : cell_text(run["loss_scale"]["history"]))
               << "\n";
     if (!run["worst_sites"].empty()) {
-      std::cout << "  worst sites by headroom (" << cell_text(run["precision"]) << " max / max |x|; 0: NaN/Inf seen):\n";
+      std::cout << "  worst sites by headroom (" << cell_text(run["precision"])
+                << " max / max |x|; 0: NaN/Inf seen):\n";
       std::vector<query::Column> columns = {
           {"headroom", "headroom", true},
           {"max|x|", "max_abs", true},
@@ -109,7 +110,9 @@ void print_csv(const json& runs) {
   std::cout << "rank,key,value\r\n";
   const auto emit = [](const json& rank, const std::string& key, const json& value) {
     std::cout << cell_text(rank) << "," << query::csv_field(key) << ","
-              << query::csv_field(value.is_string() ? value.get<std::string>() : value.is_null() ? "" : query::json_text(value))
+              << query::csv_field(value.is_string() ? value.get<std::string>()
+                                  : value.is_null() ? ""
+                                                    : query::json_text(value))
               << "\r\n";
   };
   for (const json& run : runs) {
@@ -149,15 +152,9 @@ int summary(Args args) {
   const auto databases = query::open_databases(common.db_specs);
   const json runs = query::summary(databases, worst);
   switch (common.format) {
-    case query::Format::Json:
-      std::cout << query::json_text(runs, 2) << "\n";
-      break;
-    case query::Format::Csv:
-      print_csv(runs);
-      break;
-    case query::Format::Table:
-      print_table(runs, common.colour);
-      break;
+    case query::Format::Json: std::cout << query::json_text(runs, 2) << "\n"; break;
+    case query::Format::Csv: print_csv(runs); break;
+    case query::Format::Table: print_table(runs, common.colour); break;
   }
   return 0;
 }

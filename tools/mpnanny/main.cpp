@@ -8,7 +8,7 @@
 #include <iostream>
 #include <map>
 
-#include "Cli.h"
+#include "cli.h"
 
 namespace {
 
@@ -55,8 +55,7 @@ int run_mcp(char** argv) {
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
-  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help" ||
-      std::string(argv[1]) == "help") {
+  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
   }
@@ -69,7 +68,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  // One function per subcommand (Cli.h); `mcp` is handled above.
+  // One function per subcommand (cli.h); `mcp` is handled above.
   const std::map<std::string, int (*)(mpnanny::cli::Args)> commands = {
       {"summary", mpnanny::cli::summary}, {"alerts", mpnanny::cli::alerts}, {"stats", mpnanny::cli::stats},
       {"sites", mpnanny::cli::sites},     {"report", mpnanny::cli::report}, {"compare", mpnanny::cli::compare},

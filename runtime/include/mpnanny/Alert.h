@@ -5,41 +5,31 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "Vocabulary.h"  // common/: the names of alert types, severities and formats
 
 namespace mpnanny {
 
 /// The precision a run is judged against: fp32 tensors on the CPU are checked for what would go
 /// wrong if the same values lived in this format.
-enum class Precision { FP16, BF16 };
+using Precision = vocab::HalfFormat;
+using AlertType = vocab::AlertType;
+using Severity = vocab::AlertSeverity;
 
-enum class AlertType {
-  Nan,
-  Inf,
-  Overflow,
-  OverflowRisk,
-  Underflow,
-  GradExplosion,
-  GradVanish,
-  Swamping,
-  LossScaleDrop,
-  LossScaleCollapse,
-};
 /// Every alert type, in the enum's order.
-inline constexpr AlertType kAlertTypes[] = {
-    AlertType::Nan,      AlertType::Inf,           AlertType::Overflow,      AlertType::OverflowRisk,
-    AlertType::Underflow, AlertType::GradExplosion, AlertType::GradVanish,    AlertType::Swamping,
-    AlertType::LossScaleDrop, AlertType::LossScaleCollapse,
-};
+inline const std::vector<AlertType>& alert_types() { return vocab::all<AlertType>(); }
 
-enum class Severity { Info, Warning, Error };
-
-/// "NAN", "OVERFLOW_RISK", ...: the names stored in the database and used by knowledge/ pages.
-const char* to_string(AlertType type);
-const char* to_string(Severity severity);
-const char* to_string(Precision precision);
-std::optional<AlertType> alert_type_from_string(const std::string& name);
+/// "NAN", "OVERFLOW_RISK", ...: the names stored in the database and used by knowledge/ pages
+/// (spelled in the vocabulary, common/Vocabulary.cpp).
+inline const char* to_string(AlertType type) { return vocab::name(type); }
+inline const char* to_string(Severity severity) { return vocab::name(severity); }
+inline const char* to_string(Precision precision) { return vocab::name(precision); }
+inline std::optional<AlertType> alert_type_from_string(const std::string& name) {
+  return vocab::parse<AlertType>(name);
+}
 /// "NAN, INF, ...": every alert type's name, for messages that list them.
-std::string alert_type_names();
+inline std::string alert_type_names() { return vocab::joinedNames<AlertType>(); }
 
 /// Where in the user's program an observation comes from.
 struct SourceLocation {

@@ -27,8 +27,7 @@ struct FormatLimits {
   int mantissa_bits;
 };
 
-constexpr FormatLimits kFp16Limits{65504.0, 6.103515625e-05 /*2^-14*/, 2.98023223876953125e-08 /*2^-25*/,
-                                   10};
+constexpr FormatLimits kFp16Limits{65504.0, 6.103515625e-05 /*2^-14*/, 2.98023223876953125e-08 /*2^-25*/, 10};
 constexpr FormatLimits kBf16Limits{3.3895313892515355e+38, 1.1754943508222875e-38 /*2^-126*/,
                                    4.591774807899561e-41 /*2^-134*/, 7};
 
@@ -128,11 +127,11 @@ MPNANNY_HD inline ElementClass classify_magnitude(Real magnitude) {
 /// a float runs on integer compares, which vectorize on the CPU and match the device exactly.
 struct Fp32Thresholds {
   static constexpr uint32_t kInfinity = 0x7f800000u;
-  static constexpr uint32_t kFp16Max = 0x477fe000u;          // 65504
-  static constexpr uint32_t kFp16MinNormal = 0x38800000u;    // 2^-14
+  static constexpr uint32_t kFp16Max = 0x477fe000u;             // 65504
+  static constexpr uint32_t kFp16MinNormal = 0x38800000u;       // 2^-14
   static constexpr uint32_t kFp16FlushAtOrBelow = 0x33000000u;  // 2^-25
-  static constexpr uint32_t kBf16Max = 0x7f7f0000u;          // 3.3895e38
-  static constexpr uint32_t kBf16MinNormal = 0x00800000u;    // 2^-126
+  static constexpr uint32_t kBf16Max = 0x7f7f0000u;             // 3.3895e38
+  static constexpr uint32_t kBf16MinNormal = 0x00800000u;       // 2^-126
   static constexpr uint32_t kBf16FlushAtOrBelow = 0x00008000u;  // 2^-134, an fp32 subnormal
 };
 
@@ -158,7 +157,7 @@ MPNANNY_HD inline MagnitudeFlags<Lane> classify_magnitude_lane(Lane bits) {
   MagnitudeFlags<Lane> flags;
   flags.is_nan = bits > static_cast<Lane>(T::kInfinity);
   flags.is_inf = bits == static_cast<Lane>(T::kInfinity);
-  flags.is_zero = nonzero ^ Lane{1};
+  flags.is_zero = nonzero ^ Lane { 1 };
   flags.fp16_overflow = finite & Lane(bits > static_cast<Lane>(T::kFp16Max));
   flags.fp16_subnormal =
       Lane(bits < static_cast<Lane>(T::kFp16MinNormal)) & Lane(bits > static_cast<Lane>(T::kFp16FlushAtOrBelow));

@@ -15,6 +15,7 @@
 #include <thread>
 #include <variant>
 
+#include "MetricsSchema.h"  // kMetricsSchemaVersion, which the tools read too
 #include "mpnanny/Alert.h"
 #include "mpnanny/TensorStats.h"
 
@@ -22,9 +23,6 @@ struct sqlite3;
 struct sqlite3_stmt;
 
 namespace mpnanny {
-
-/// Version of the database layout; readers refuse files with a newer version.
-constexpr int kMetricsSchemaVersion = 1;
 
 struct RunInfo {
   int rank = 0;

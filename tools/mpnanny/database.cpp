@@ -1,17 +1,17 @@
-#include "Database.h"
+#include "database.h"
 
 #include <unistd.h>
 
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
-#include <filesystem>
+#include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
-#include "mpnanny/MetricsWriter.h"  // kMetricsSchemaVersion only: one source of truth for the layout
+#include "MetricsSchema.h"  // the runtime writes the same version: one source of truth for the layout
 
 namespace fs = std::filesystem;
 
@@ -83,14 +83,10 @@ nlohmann::json json_number(double value) {
 
 nlohmann::json Statement::value(int column) const {
   switch (sqlite3_column_type(statement_, column)) {
-    case SQLITE_NULL:
-      return nullptr;
-    case SQLITE_INTEGER:
-      return integer(column);
-    case SQLITE_FLOAT:
-      return json_number(real(column));  // the runtime stores +inf for an overflowed max
-    default:
-      return text(column);
+    case SQLITE_NULL: return nullptr;
+    case SQLITE_INTEGER: return integer(column);
+    case SQLITE_FLOAT: return json_number(real(column));  // the runtime stores +inf for an overflowed max
+    default: return text(column);
   }
 }
 
@@ -131,7 +127,8 @@ Database::Database(const std::string& spec) {
   // `file.db#2`: the suffix is a run only when the whole spec is not itself a file.
   const auto hash = spec.rfind('#');
   if (hash != std::string::npos && !fs::exists(spec) && hash + 1 < spec.size() &&
-      std::all_of(spec.begin() + hash + 1, spec.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      std::all_of(spec.begin() + hash + 1, spec.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
     path_ = spec.substr(0, hash);
     int64_t run = 0;
     const auto parsed = std::from_chars(spec.data() + hash + 1, spec.data() + spec.size(), run);
@@ -164,8 +161,8 @@ Database::Database(const std::string& spec) {
     db_ = nullptr;
     if (read_only_directory && has_log) {
       throw Error(std::string(failure.what()) + " (the database has a write-ahead log, " + path_ +
-                  "-wal, and reading it needs a directory this user can write: copy " + path_ + " and " +
-                  path_ + "-wal to one)");
+                  "-wal, and reading it needs a directory this user can write: copy " + path_ + " and " + path_ +
+                  "-wal to one)");
     }
     throw;
   } catch (...) {
@@ -218,8 +215,8 @@ void Database::read_run(std::optional<int64_t> wanted_run) {
   }
   if (schema_version_ < 1) throw Error(path_ + ": not an mpnanny database (bad schema_version)");
   {
-    Statement statement(db_, wanted_run ? "SELECT * FROM runs WHERE run_id = ?"
-                                        : "SELECT * FROM runs ORDER BY run_id DESC LIMIT 1");
+    Statement statement(
+        db_, wanted_run ? "SELECT * FROM runs WHERE run_id = ?" : "SELECT * FROM runs ORDER BY run_id DESC LIMIT 1");
     if (wanted_run) statement.bind(1, *wanted_run);
     if (!statement.step()) {
       throw Error(path_ + (wanted_run ? ": has no run " + std::to_string(*wanted_run) : std::string(": holds no run")));
@@ -235,7 +232,7 @@ void Database::read_run(std::optional<int64_t> wanted_run) {
     if (!run_["run_id"].is_number_integer()) throw Error(path_ + ": not an mpnanny database (runs has no run_id)");
     run_id_ = run_["run_id"].get<int64_t>();
     rank_ = run_["rank"].is_number_integer() ? run_["rank"].get<int>()
-                                              : rank_from_file_name(fs::path(path_).filename().string());
+                                             : rank_from_file_name(fs::path(path_).filename().string());
   }
 }
 

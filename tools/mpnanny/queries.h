@@ -7,21 +7,33 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "Database.h"
+#include "Vocabulary.h"
+#include "database.h"
 
 namespace mpnanny::query {
 
-/// "FP16" / "BF16" whatever the case the runtime stored.
+/// The stored precision as the tools show it, upper case ("FP16"), whatever the case stored.
 std::string precision_name(const std::string& precision);
-/// Largest finite value of the precision a run was judged against ("FP16" or "BF16").
+/// The label of a half format ("FP16", "BF16").
+std::string precision_label(vocab::HalfFormat format);
+/// The half format a run was judged against: the stored name in any case; fp16 when it names
+/// neither.
+vocab::HalfFormat judged_format(const std::string& precision);
+/// Largest finite value of the precision a run was judged against.
 double precision_max(const std::string& precision);
 
 /// One object per database: run metadata, steps, alert counts, the first ERROR, the worst sites
 /// by headroom (precision max / max |x|), and the loss-scale history in one line.
 nlohmann::json summary(const Databases& databases, int worst_sites = 5);
+
+/// The alert severities, most severe first, as the CLI and the MCP server offer them.
+std::vector<std::string> severity_names();
+/// "ERROR, WARNING or INFO": the choices of a --severity option, for its messages.
+std::string severity_choices();
 
 struct AlertFilter {
   std::optional<std::string> severity;  ///< ERROR | WARNING | INFO
@@ -47,8 +59,28 @@ std::vector<int64_t> traced_steps(const Database& database);
 /// Verification verdicts (table site_verdicts, written by MPNANNY_VERIFY=1 runs). `available`
 /// lists, per database, whether the table exists.
 nlohmann::json sites(const Databases& databases);
-/// The verdicts of one database's run (empty when it has no site_verdicts table).
+/// The verdicts of one database's run (empty when it has no site_verdicts table), most urgent
+/// verdict first (the vocabulary's order), then by place.
 nlohmann::json site_verdicts(const Database& database);
+
+/// One row of site_verdicts as `mpnanny-check --verified` shows it.
+struct StoredVerdict {
+  std::string site_id;
+  std::string verdict;
+  std::string evidence;
+  int64_t steps_observed = 0;
+  std::optional<double> worst_headroom;
+  std::optional<int64_t> first_step;
+  std::optional<double> value;
+};
+struct RunVerdicts {
+  int64_t run_id = 0;
+  std::vector<StoredVerdict> verdicts;
+};
+/// The verdicts of the newest run in any SQLite file that holds a site_verdicts table (a metrics.db,
+/// or the table alone). Throws Error: "cannot open 'FILE': ...", "cannot read 'FILE': ...", or
+/// "'FILE' holds no verification data ...".
+RunVerdicts newest_site_verdicts(const std::string& path);
 
 /// `S` names a site when it is FILE:LINE (FILE matched as a path suffix), a function (substring),
 /// a parameter name, or an op ("softmax" or "aten::softmax").

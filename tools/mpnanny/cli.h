@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "Database.h"
-#include "Format.h"
+#include "database.h"
+#include "format.h"
 
 namespace mpnanny::cli {
 

@@ -1,4 +1,4 @@
-#include "Cli.h"
+#include "cli.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
-#include "Format.h"
+#include "format.h"
 
-#include "Database.h"  // json_text
+#include "database.h"  // json_text
 
 #include <algorithm>
 #include <cstdio>
@@ -27,11 +27,36 @@ std::string cell_text(const nlohmann::json& value) {
   return json_text(value);
 }
 
+namespace {
+constexpr const char* kBoldRed = "\033[1;31m";
+constexpr const char* kYellow = "\033[33m";
+constexpr const char* kGreen = "\033[32m";
+constexpr const char* kDim = "\033[2m";
+}  // namespace
+
+std::string colour_of(vocab::AlertSeverity severity) {
+  switch (severity) {
+    case vocab::AlertSeverity::Error: return kBoldRed;
+    case vocab::AlertSeverity::Warning: return kYellow;
+    case vocab::AlertSeverity::Info: return kDim;
+  }
+  return "";
+}
+
+// A confirmed finding is as bad as an error; one never reached tells as little as an INFO.
+std::string colour_of(vocab::Verdict verdict) {
+  switch (verdict) {
+    case vocab::Verdict::Confirmed: return kBoldRed;
+    case vocab::Verdict::AtRisk: return kYellow;
+    case vocab::Verdict::NotObserved: return kGreen;
+    case vocab::Verdict::NotReached: return kDim;
+  }
+  return "";
+}
+
 std::string severity_colour(const std::string& s) {
-  if (s == "ERROR" || s == "CONFIRMED") return "\033[1;31m";
-  if (s == "WARNING" || s == "AT_RISK") return "\033[33m";
-  if (s == "NOT_OBSERVED") return "\033[32m";
-  if (s == "NOT_REACHED" || s == "INFO") return "\033[2m";
+  if (const auto severity = vocab::parse<vocab::AlertSeverity>(s)) return colour_of(*severity);
+  if (const auto verdict = vocab::parse<vocab::Verdict>(s)) return colour_of(*verdict);
   return "";
 }
 
@@ -81,8 +106,8 @@ std::string render_table(const nlohmann::json& rows, const std::vector<Column>& 
     std::vector<std::string> line;
     for (size_t c = 0; c < columns.size(); ++c) {
       const Column& column = columns[c];
-      std::string text = column.text ? column.text(row)
-                                     : cell_text(row.contains(column.key) ? row[column.key] : nlohmann::json());
+      std::string text =
+          column.text ? column.text(row) : cell_text(row.contains(column.key) ? row[column.key] : nlohmann::json());
       text = printable(text);
       widths[c] = std::max(widths[c], width_of(text));
       line.push_back(std::move(text));

@@ -1,6 +1,6 @@
 #include <string>
 
-#include "Report.h"
+#include "report.h"
 
 namespace mpnanny::query {
 

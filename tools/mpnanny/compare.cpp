@@ -2,8 +2,8 @@
 #include <cmath>
 #include <map>
 
-#include "Queries.h"
-#include "Report.h"
+#include "queries.h"
+#include "report.h"
 
 namespace mpnanny::query {
 
@@ -47,8 +47,11 @@ std::map<std::string, Track> load(const Database& db, std::map<std::string, int6
     }
     // The function is left out of the key: a converted copy of the model may be symbolized
     // through a different frame, while file, line and op stay the same.
-    json base = {{"phase", q->value(2)}, {"op", q->value(3)}, {"name", q->value(4)},
-                 {"file", q->value(6)},  {"line", q->value(7)}};
+    json base = {{"phase", q->value(2)},
+                 {"op", q->value(3)},
+                 {"name", q->value(4)},
+                 {"file", q->value(6)},
+                 {"line", q->value(7)}};
     const std::string base_id = json_text(base);
     const int occurrence = occurrences[base_id]++;
     const std::string id = base_id + "#" + std::to_string(occurrence);
@@ -79,7 +82,7 @@ std::map<std::string, Track> load(const Database& db, std::map<std::string, int6
     const std::string id = "scalar:" + s->text(0);
     Track& track = tracks[id];
     if (track.key.is_null()) {
-      track.key = {{"phase", "scalar"}, {"op", nullptr}, {"name", s->text(0)}, {"function", nullptr},
+      track.key = {{"phase", "scalar"}, {"op", nullptr},   {"name", s->text(0)}, {"function", nullptr},
                    {"file", nullptr},   {"line", nullptr}, {"occurrence", 0}};
       track.key["site"] = s->text(0);
       track.key["what"] = "scalar " + s->text(0);
@@ -104,22 +107,25 @@ double relative(double ref, double low, double floor) {
 }
 
 /// The format the low run computed in, from the dtypes it recorded; else what it was judged against.
-std::string low_format(const std::map<std::string, int64_t>& dtypes, const std::string& judged) {
+vocab::HalfFormat low_format(const std::map<std::string, int64_t>& dtypes, const std::string& judged) {
   int64_t half = 0, bf16 = 0;
   for (const auto& [dtype, count] : dtypes) {
     if (dtype == "Half") half += count;
     if (dtype == "BFloat16") bf16 += count;
   }
-  if (bf16 > half) return "BF16";
-  if (half > 0) return "FP16";
-  return precision_name(judged) == "BF16" ? "BF16" : "FP16";
+  if (bf16 > half) return vocab::HalfFormat::BF16;
+  if (half > 0) return vocab::HalfFormat::FP16;
+  return judged_format(judged);
 }
 
 json describe(const Database& db, const std::map<std::string, int64_t>& dtypes) {
   json dtype_json = json::object();
   for (const auto& [dtype, count] : dtypes) dtype_json[dtype] = count;
-  return {{"file", db.path()}, {"run_id", db.run_id()}, {"rank", db.rank()},
-          {"judged_against", db.run()["precision"]}, {"dtypes", dtype_json}};
+  return {{"file", db.path()},
+          {"run_id", db.run_id()},
+          {"rank", db.rank()},
+          {"judged_against", db.run()["precision"]},
+          {"dtypes", dtype_json}};
 }
 
 }  // namespace
@@ -128,8 +134,8 @@ nlohmann::json compare_runs(const Database& reference, const Database& low, cons
   std::map<std::string, int64_t> ref_dtypes, low_dtypes;
   const auto ref_tracks = load(reference, ref_dtypes);
   const auto low_tracks = load(low, low_dtypes);
-  const std::string format = low_format(low_dtypes, str(low.run()["precision"]));
-  const double epsilon = format == "BF16" ? std::ldexp(1.0, -7) : std::ldexp(1.0, -10);
+  const vocab::HalfFormat format = low_format(low_dtypes, str(low.run()["precision"]));
+  const double epsilon = format == vocab::HalfFormat::BF16 ? std::ldexp(1.0, -7) : std::ldexp(1.0, -10);
   const double tolerance = options.tolerance.value_or(8 * epsilon);
 
   json rows = json::array();
@@ -195,7 +201,8 @@ nlohmann::json compare_runs(const Database& reference, const Database& low, cons
   std::stable_sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
     if (a["departs"] != b["departs"]) return a["departs"].get<bool>();
     if (a["departs"].get<bool>()) {
-      if (a["departure_step"] != b["departure_step"]) return a["departure_step"].get<int64_t>() < b["departure_step"].get<int64_t>();
+      if (a["departure_step"] != b["departure_step"])
+        return a["departure_step"].get<int64_t>() < b["departure_step"].get<int64_t>();
       return a["departure_seq"].get<int64_t>() < b["departure_seq"].get<int64_t>();
     }
     const double x = a["max_relative"].is_number() ? a["max_relative"].get<double>() : INFINITY;
@@ -208,11 +215,12 @@ nlohmann::json compare_runs(const Database& reference, const Database& low, cons
   if (!rows.empty() && rows[0]["departs"].get<bool>()) {
     const json& first = rows[0];
     departure = first["departure"];
-    for (const char* key : {"site", "what", "function", "file", "line", "phase", "op", "name"}) departure[key] = first[key];
+    for (const char* key : {"site", "what", "function", "file", "line", "phase", "op", "name"})
+      departure[key] = first[key];
   }
   return {{"reference", describe(reference, ref_dtypes)},
           {"low", describe(low, low_dtypes)},
-          {"low_format", format},
+          {"low_format", precision_label(format)},
           {"tolerance", tolerance},
           {"floor", options.floor},
           {"departure", departure},

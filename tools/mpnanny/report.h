@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "Database.h"
+#include "database.h"
 
 namespace mpnanny::query {
 

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "Vocabulary.h"
+
 namespace mpnanny::query {
 
 enum class Format { Table, Json, Csv };
@@ -42,7 +44,10 @@ std::string fit(const std::string& text, size_t width, bool from_left);
 /// "aten::softmax" -> "softmax": tables are narrow, and every observed op is an ATen op.
 std::string short_op(const std::string& op);
 
-/// ANSI colours by meaning.
+/// ANSI colours by meaning: how bad an alert is, or how sure a verdict is that a finding is real.
+std::string colour_of(vocab::AlertSeverity severity);
+std::string colour_of(vocab::Verdict verdict);
+/// The colour of a stored severity or verdict name; none for any other text.
 std::string severity_colour(const std::string& severity_or_verdict);
 constexpr const char* kReset = "\033[0m";
 constexpr const char* kBold = "\033[1m";

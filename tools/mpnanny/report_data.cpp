@@ -3,8 +3,8 @@
 #include <map>
 #include <set>
 
-#include "Queries.h"
-#include "Report.h"
+#include "queries.h"
+#include "report.h"
 
 namespace mpnanny::query {
 
@@ -85,8 +85,8 @@ json curves(const Database& db) {
       scale.add(q->integer(0), q->real(1));
       if (q->integer(2)) skipped.push_back(q->integer(0));
     }
-    out["loss_scale"] = scale.steps.empty() ? json() : json{{"steps", scale.steps}, {"values", scale.values},
-                                                             {"skipped", skipped}};
+    out["loss_scale"] =
+        scale.steps.empty() ? json() : json{{"steps", scale.steps}, {"values", scale.values}, {"skipped", skipped}};
   }
   return out;
 }
@@ -125,7 +125,7 @@ json heatmaps(const Database& db, const std::string& precision, int max_heatmaps
       "t.location_id WHERE t.run_id = ? ORDER BY t.step, t.seq");
   q->bind(1, db.run_id());
   while (q->step()) {
-    json row = {{"phase", q->value(2)}, {"op", q->value(3)}, {"name", q->value(4)},
+    json row = {{"phase", q->value(2)},    {"op", q->value(3)},   {"name", q->value(4)},
                 {"function", q->value(5)}, {"file", q->value(6)}, {"line", q->value(7)}};
     const std::string id = json_text(row);
     Map& map = maps[id];
@@ -207,7 +207,7 @@ json localization(const Database& db, const std::string& precision, json& chains
     steps.insert(row["step"].get<int64_t>());
     out.push_back(row);
   }
-  const bool fp16 = precision != "BF16";
+  const bool fp16 = judged_format(precision) != vocab::HalfFormat::BF16;
   for (const int64_t step : steps) {
     json chain = json::array();
     auto c = db.prepare(
@@ -247,9 +247,11 @@ nlohmann::json report_data(const Databases& databases, int max_heatmaps) {
                 {"ended_at", run["ended_at"]},
                 {"limit", precision_max(precision)}};
     {
-      auto q = db->prepare("SELECT COUNT(*), COALESCE(SUM(traced), 0), MIN(step), MAX(step) FROM steps WHERE run_id = ?");
+      auto q =
+          db->prepare("SELECT COUNT(*), COALESCE(SUM(traced), 0), MIN(step), MAX(step) FROM steps WHERE run_id = ?");
       q->bind(1, db->run_id()).step();
-      out["steps"] = {{"seen", q->integer(0)}, {"traced", q->integer(1)}, {"first", q->value(2)}, {"last", q->value(3)}};
+      out["steps"] = {
+          {"seen", q->integer(0)}, {"traced", q->integer(1)}, {"first", q->value(2)}, {"last", q->value(3)}};
     }
     out["curves"] = curves(*db);
     out["alerts"] = alert_list(*db, 2000);
