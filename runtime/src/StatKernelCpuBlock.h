@@ -229,24 +229,32 @@ __attribute__((always_inline)) inline MagnitudeExtremes exact_extremes(const Sca
   return extremes;
 }
 
-/// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats or
-/// bfloat16s of a block, in vectors of kWidth bytes. Returns false, having changed nothing, when
-/// the block holds a value it does not handle.
+/// What the fast path's first read of a block tells of its exponent fields, from their bytes.
+struct BlockFields {
+  int max_field = 0;              // the largest field
+  int min_field_less_one = 0xff;  // the smallest non-zero field, less one (0xff: every field is 0)
+  int lowest_field = 0xff;        // the smallest field, 0 included
+
+  bool has_nonzero() const { return min_field_less_one != 0xff; }
+  int min_field() const { return min_field_less_one + 1; }
+};
+
+/// The fast path's one read of a block: adds its elements into the float lanes `sum` and
+/// `sum_squares`, stores their exponent fields as bytes in `field_bytes` (and, with kCountInLoop,
+/// counts the window from `in_loop_window` into `in_loop` as they are made), and returns the
+/// fields' extremes.
 template <int kWidth, FieldCounting kCounting, bool kCountInLoop, typename Scalar>
-__attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* values, int64_t count,
-                                                               ChunkCounts& counts) {
+__attribute__((always_inline)) inline BlockFields read_ordinary_block(
+    const Scalar* values, int64_t count, typename VectorTypes<kWidth>::Float (&sum)[VectorTypes<kWidth>::kVectorsPerStep],
+    typename VectorTypes<kWidth>::Float (&sum_squares)[VectorTypes<kWidth>::kVectorsPerStep], uint8_t* field_bytes,
+    int in_loop_window, WindowCount<typename VectorTypes<kWidth>::Byte>& in_loop) {
   using V = VectorTypes<kWidth>;
   using Uint = typename V::Uint;
   using Byte = typename V::Byte;
   constexpr int kVectors = V::kVectorsPerStep;
-  typename V::Float sum[kVectors] = {}, sum_squares[kVectors] = {};
   // The largest and the smallest exponent field, and the smallest non-zero one less one (zeros
   // wrap to the top), in byte lanes.
   Byte max_fields{}, min_fields = Byte{} + 0xff, min_fields_less_one = Byte{} + 0xff;
-  alignas(64) uint8_t field_bytes[kBlock];
-  static_assert(!kCountInLoop || kCounting == FieldCounting::kTranspose, "only byte transposition counts in the loop");
-  const int in_loop_window = counts.in_loop_window;
-  WindowCount<Byte> in_loop;
   for (int64_t i = 0; i < count; i += kStep) {
     // Four vectors at a time, whose fields fill one vector of bytes (in any order: only their
     // counts matter). Only four are loaded at once: the AVX2 copy's eight would not fit in its
@@ -290,135 +298,144 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
       min_fields_less_one = less_one < min_fields_less_one ? less_one : min_fields_less_one;
     }
   }
-  int max_field = 0, min_field_less_one = 0xff, lowest_field = 0xff;
+  BlockFields extremes;
 #ifdef MPNANNY_X86_COPIES
   if constexpr (kWidth == 64) {
-    reduce_byte_extremes(max_fields, min_fields_less_one, min_fields, max_field, min_field_less_one, lowest_field);
+    reduce_byte_extremes(max_fields, min_fields_less_one, min_fields, extremes.max_field,
+                         extremes.min_field_less_one, extremes.lowest_field);
   } else
 #endif
   {
     for (int lane = 0; lane < kWidth; ++lane) {
-      max_field = std::max<int>(max_field, max_fields[lane]);
-      min_field_less_one = std::min<int>(min_field_less_one, min_fields_less_one[lane]);
-      lowest_field = std::min<int>(lowest_field, min_fields[lane]);
+      extremes.max_field = std::max<int>(extremes.max_field, max_fields[lane]);
+      extremes.min_field_less_one = std::min<int>(extremes.min_field_less_one, min_fields_less_one[lane]);
+      extremes.lowest_field = std::min<int>(extremes.lowest_field, min_fields[lane]);
     }
   }
-  const bool has_nonzero = min_field_less_one != 0xff;
-  const int min_field = min_field_less_one + 1;
-  // The bounds are powers of two, so fields decide them exactly.
-  if (max_field >= (kOrdinaryMaxBits >> 23) || (has_nonzero && min_field < (kOrdinaryMinBits >> 23))) return false;
-  // Field 0 holds zeros and fp32 subnormals alike; a subnormal sends the block down the general
-  // path.
-  bool subnormals_ruled_out = false;
-#ifdef MPNANNY_X86_COPIES
-  if (lowest_field == 0 && counts.denormal_flag) {
-    // The flag covers the whole block once every add of the sums has run: these empty asm
-    // statements take the sums as inputs and, volatile, stay before the flag's read.
-    for (int v = 0; v < kVectors; ++v) asm volatile("" : : "x"(sum[v]), "x"(sum_squares[v]));
-    if (counts.denormal_flag->raised()) return false;
-    subnormals_ruled_out = true;
-  }
-#endif
-  // The exact extremes cost two operations per vector each, so the block is read again for them
-  // (in L1) only where needed: the largest magnitude where the block's largest field reaches the
-  // chunk's so far, the smallest non-zero one where field 0 holds elements not known to be zeros
-  // or where the block's smallest field is at or below the chunk's. For values drawn from one
-  // distribution: the first few blocks, and then the few that hold the rare extremes.
-  const bool need_max = max_field >= (counts.max_bits >> 23);
-  const bool need_min = (lowest_field == 0 && !subnormals_ruled_out) || min_field <= (counts.min_nonzero_bits >> 23);
-  if (need_max || need_min) {
-    const MagnitudeExtremes extremes = need_max && need_min ? exact_extremes<kWidth, true, true>(values, count)
-                                       : need_max           ? exact_extremes<kWidth, true, false>(values, count)
-                                                            : exact_extremes<kWidth, false, true>(values, count);
-    if (need_min) {
-      if (extremes.min_nonzero_bits < kOrdinaryMinBits) return false;
-      counts.min_nonzero_bits = std::min(counts.min_nonzero_bits, extremes.min_nonzero_bits);
-    }
-    if (need_max) counts.max_bits = std::max(counts.max_bits, extremes.max_bits);
-  }
+  return extremes;
+}
 
-  // Non-zero elements have the fields of the block's smallest to largest non-zero magnitude;
-  // the rest are zeros.
+/// The exact extremes cost two operations per vector each, so the block is read again for them
+/// (in L1) only where needed: the largest magnitude where the block's largest field reaches the
+/// chunk's so far, the smallest non-zero one where field 0 holds elements not known to be zeros
+/// or where the block's smallest field is at or below the chunk's. For values drawn from one
+/// distribution: the first few blocks, and then the few that hold the rare extremes. Returns
+/// false, having changed nothing, where the block's smallest magnitude is an fp32 subnormal.
+template <int kWidth, typename Scalar>
+__attribute__((always_inline)) inline bool update_chunk_extremes(const Scalar* values, int64_t count,
+                                                                 const BlockFields& fields,
+                                                                 bool subnormals_ruled_out, ChunkCounts& counts) {
+  const bool need_max = fields.max_field >= (counts.max_bits >> 23);
+  const bool need_min =
+      (fields.lowest_field == 0 && !subnormals_ruled_out) || fields.min_field() <= (counts.min_nonzero_bits >> 23);
+  if (!need_max && !need_min) return true;
+  const MagnitudeExtremes extremes = need_max && need_min ? exact_extremes<kWidth, true, true>(values, count)
+                                     : need_max           ? exact_extremes<kWidth, true, false>(values, count)
+                                                          : exact_extremes<kWidth, false, true>(values, count);
+  if (need_min) {
+    if (extremes.min_nonzero_bits < kOrdinaryMinBits) return false;
+    counts.min_nonzero_bits = std::min(counts.min_nonzero_bits, extremes.min_nonzero_bits);
+  }
+  if (need_max) counts.max_bits = std::max(counts.max_bits, extremes.max_bits);
+  return true;
+}
+
+/// Counts the block's non-zero exponent fields (those from its smallest to its largest non-zero
+/// magnitude; the rest are zeros) into the chunk's, the way kCounting says, and returns how many.
+/// The transposing copy also picks the window the next block counts in its loop.
+template <int kWidth, FieldCounting kCounting, bool kCountInLoop>
+__attribute__((always_inline)) inline int64_t count_block_fields(
+    const uint8_t* field_bytes, int64_t count, const BlockFields& fields, int in_loop_window,
+    WindowCount<typename VectorTypes<kWidth>::Byte>& in_loop, ChunkCounts& counts) {
+  const int min_field = fields.min_field(), max_field = fields.max_field;
   int64_t nonzero = 0;
-  if (has_nonzero) {
 #ifdef MPNANNY_X86_COPIES
-    if constexpr (kCountInLoop) {
-      // The fields the window missed: one by one where they are few (and no zeros hide among
-      // the elements it did not count), otherwise in windows below it (that end where it starts)
-      // and above it.
-      flush_window_count(in_loop);
-      if (!rotated_window_holds(in_loop_window, min_field, max_field)) {
-        // The window also counted fields 64 away from its own: all of them again instead.
-        nonzero = count_fields_by_transposition(field_bytes, count, min_field, max_field, counts.ordinary_fields);
+  if constexpr (kCountInLoop) {
+    // The fields the window missed: one by one where they are few (and no zeros hide among
+    // the elements it did not count), otherwise in windows below it (that end where it starts)
+    // and above it.
+    flush_window_count(in_loop);
+    if (!rotated_window_holds(in_loop_window, min_field, max_field)) {
+      // The window also counted fields 64 away from its own: all of them again instead.
+      nonzero = count_fields_by_transposition(field_bytes, count, min_field, max_field, counts.ordinary_fields);
+    } else {
+      const int64_t in_window = add_window_count(in_loop, in_loop_window, counts.ordinary_fields);
+      nonzero = in_window;
+      constexpr int64_t kFewMissed = 32;
+      if (fields.lowest_field != 0 && count - in_window <= kFewMissed) {
+        if (count > in_window) {
+          nonzero += count_fields_outside_window(field_bytes, count, in_loop_window, counts.ordinary_fields);
+        }
       } else {
-        const int64_t in_window = add_window_count(in_loop, in_loop_window, counts.ordinary_fields);
-        nonzero = in_window;
-        constexpr int64_t kFewMissed = 32;
-        if (lowest_field != 0 && count - in_window <= kFewMissed) {
-          if (count > in_window) {
-            nonzero += count_fields_outside_window(field_bytes, count, in_loop_window, counts.ordinary_fields);
-          }
-        } else {
-          if (min_field < in_loop_window) {
-            const int windows_below = (in_loop_window - min_field + kFieldWindow - 1) / kFieldWindow;
-            nonzero += count_fields_by_transposition(field_bytes, count,
-                                                     in_loop_window - kFieldWindow * windows_below,
-                                                     in_loop_window - 1, counts.ordinary_fields);
-          }
-          if (max_field >= in_loop_window + kFieldWindow) {
-            nonzero += count_fields_by_transposition(field_bytes, count, in_loop_window + kFieldWindow, max_field,
-                                                     counts.ordinary_fields);
-          }
+        if (min_field < in_loop_window) {
+          const int windows_below = (in_loop_window - min_field + kFieldWindow - 1) / kFieldWindow;
+          nonzero += count_fields_by_transposition(field_bytes, count, in_loop_window - kFieldWindow * windows_below,
+                                                   in_loop_window - 1, counts.ordinary_fields);
+        }
+        if (max_field >= in_loop_window + kFieldWindow) {
+          nonzero += count_fields_by_transposition(field_bytes, count, in_loop_window + kFieldWindow, max_field,
+                                                   counts.ordinary_fields);
         }
       }
-    } else if constexpr (kCounting == FieldCounting::kTranspose) {
-      nonzero = count_fields_by_transposition(field_bytes, count, min_field, max_field, counts.ordinary_fields);
     }
+  } else if constexpr (kCounting == FieldCounting::kTranspose) {
+    nonzero = count_fields_by_transposition(field_bytes, count, min_field, max_field, counts.ordinary_fields);
+  }
 #endif
-    if constexpr (kCounting == FieldCounting::kTranspose) {
-      // The next block is counted in the loop where this one's fields fit one window, with a
-      // field to spare above them where they leave one (the smallest magnitudes of a block vary
-      // more than its largest), and after it otherwise.
-      counts.in_loop_window = max_field - min_field < kFieldWindow
-                                  ? std::min(min_field, max_field - (kFieldWindow - 2))
-                                  : -1;
-    }
-    if constexpr (kCounting == FieldCounting::kCompare) {
+  if constexpr (kCounting == FieldCounting::kTranspose) {
+    // The next block is counted in the loop where this one's fields fit one window, with a
+    // field to spare above them where they leave one (the smallest magnitudes of a block vary
+    // more than its largest), and after it otherwise.
+    counts.in_loop_window =
+        max_field - min_field < kFieldWindow ? std::min(min_field, max_field - (kFieldWindow - 2)) : -1;
+  }
+  if constexpr (kCounting == FieldCounting::kCompare) {
 #ifdef MPNANNY_X86_COPIES
-      if constexpr (kWidth == 64) {
-        for (int first = min_field; first <= max_field; first += 2 * kNibblePairsAvx512) {
-          nonzero += count_fields_by_nibbles_avx512(field_bytes, count, first, counts.ordinary_fields);
-        }
-      } else if constexpr (kWidth == 32) {
-        for (int first = min_field; first <= max_field; first += 2 * kNibblePairsAvx2) {
-          nonzero += count_fields_by_nibbles_avx2(field_bytes, count, first, counts.ordinary_fields);
-        }
-      } else
+    if constexpr (kWidth == 64) {
+      for (int first = min_field; first <= max_field; first += 2 * kNibblePairsAvx512) {
+        nonzero += count_fields_by_nibbles_avx512(field_bytes, count, first, counts.ordinary_fields);
+      }
+    } else if constexpr (kWidth == 32) {
+      for (int first = min_field; first <= max_field; first += 2 * kNibblePairsAvx2) {
+        nonzero += count_fields_by_nibbles_avx2(field_bytes, count, first, counts.ordinary_fields);
+      }
+    } else
 #endif
-      {
-        for (int group = min_field; group <= max_field; group += kFieldGroup) {
-          nonzero += count_field_group<kWidth>(field_bytes, count, group, counts.ordinary_fields);
-        }
+    {
+      for (int group = min_field; group <= max_field; group += kFieldGroup) {
+        nonzero += count_field_group<kWidth>(field_bytes, count, group, counts.ordinary_fields);
       }
     }
   }
-  // The fp16 limits fall inside binades, so the elements beyond them are counted here, in a
-  // second read of the block, only where the block's fields reach them: nearly never for the
-  // upper limit (65504, in field 142), and for the lower one (2^-25, the start of field 102)
-  // only where the block holds magnitudes below 2^-24.
+  return nonzero;
+}
+
+/// The fp16 limits fall inside binades, so the elements beyond them are counted here, in a
+/// second read of the block, only where the block's fields reach them: nearly never for the
+/// upper limit (65504, in field 142), and for the lower one (2^-25, the start of field 102)
+/// only where the block holds magnitudes below 2^-24.
+template <int kWidth, typename Scalar>
+__attribute__((always_inline)) inline void count_fp16_limits(const Scalar* values, int64_t count,
+                                                             const BlockFields& fields, int64_t nonzero,
+                                                             ChunkCounts& counts) {
   constexpr auto kFp16MaxBits = static_cast<int32_t>(Fp32Thresholds::kFp16Max);
   constexpr auto kFp16FlushBits = static_cast<int32_t>(Fp32Thresholds::kFp16FlushAtOrBelow);
-  if (max_field >= (kFp16MaxBits >> 23)) {
+  if (fields.max_field >= (kFp16MaxBits >> 23)) {
     counts.fp16_overflow += count_magnitudes_above<kWidth>(values, count, kFp16MaxBits);
   }
-  if (has_nonzero) {
-    counts.ordinary_above_fp16_flush += min_field > (kFp16FlushBits >> 23)
+  if (fields.has_nonzero()) {
+    counts.ordinary_above_fp16_flush += fields.min_field() > (kFp16FlushBits >> 23)
                                             ? nonzero
                                             : count_magnitudes_above<kWidth>(values, count, kFp16FlushBits);
   }
-  // The 64 lanes into the chunk's 16 double lanes, in one order whatever the vector width:
-  // chunk lane l gains ((lane l + lane 16 + l) + lane 32 + l) + lane 48 + l. Elementwise, so it
-  // runs in vectors.
+}
+
+/// The 64 float lanes into the chunk's 16 double lanes, in one order whatever the vector width:
+/// chunk lane l gains ((lane l + lane 16 + l) + lane 32 + l) + lane 48 + l. Elementwise, so it
+/// runs in vectors.
+template <typename Float, int kVectors>
+__attribute__((always_inline)) inline void add_block_sums(const Float (&sum)[kVectors],
+                                                          const Float (&sum_squares)[kVectors], ChunkCounts& counts) {
   float lanes[kStep], square_lanes[kStep];
   std::memcpy(lanes, sum, sizeof lanes);
   std::memcpy(square_lanes, sum_squares, sizeof square_lanes);
@@ -429,6 +446,46 @@ __attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* val
         ((static_cast<double>(square_lanes[lane]) + square_lanes[k + lane]) + square_lanes[2 * k + lane]) +
         square_lanes[3 * k + lane];
   }
+}
+
+/// The fast path over the first `count` (a multiple of kStep, at most kBlock) floats or
+/// bfloat16s of a block, in vectors of kWidth bytes. Returns false, having changed nothing, when
+/// the block holds a value it does not handle.
+template <int kWidth, FieldCounting kCounting, bool kCountInLoop, typename Scalar>
+__attribute__((always_inline)) inline bool scan_ordinary_block(const Scalar* values, int64_t count,
+                                                               ChunkCounts& counts) {
+  using V = VectorTypes<kWidth>;
+  constexpr int kVectors = V::kVectorsPerStep;
+  static_assert(!kCountInLoop || kCounting == FieldCounting::kTranspose, "only byte transposition counts in the loop");
+  typename V::Float sum[kVectors] = {}, sum_squares[kVectors] = {};
+  alignas(64) uint8_t field_bytes[kBlock];
+  const int in_loop_window = counts.in_loop_window;
+  WindowCount<typename V::Byte> in_loop;
+  const BlockFields fields = read_ordinary_block<kWidth, kCounting, kCountInLoop>(values, count, sum, sum_squares,
+                                                                                  field_bytes, in_loop_window, in_loop);
+  // The bounds are powers of two, so fields decide them exactly.
+  if (fields.max_field >= (kOrdinaryMaxBits >> 23) ||
+      (fields.has_nonzero() && fields.min_field() < (kOrdinaryMinBits >> 23))) {
+    return false;
+  }
+  // Field 0 holds zeros and fp32 subnormals alike; a subnormal sends the block down the general
+  // path.
+  bool subnormals_ruled_out = false;
+#ifdef MPNANNY_X86_COPIES
+  if (fields.lowest_field == 0 && counts.denormal_flag) {
+    // The flag covers the whole block once every add of the sums has run: these empty asm
+    // statements take the sums as inputs and, volatile, stay before the flag's read.
+    for (int v = 0; v < kVectors; ++v) asm volatile("" : : "x"(sum[v]), "x"(sum_squares[v]));
+    if (counts.denormal_flag->raised()) return false;
+    subnormals_ruled_out = true;
+  }
+#endif
+  if (!update_chunk_extremes<kWidth>(values, count, fields, subnormals_ruled_out, counts)) return false;
+  const int64_t nonzero = fields.has_nonzero() ? count_block_fields<kWidth, kCounting, kCountInLoop>(
+                                                     field_bytes, count, fields, in_loop_window, in_loop, counts)
+                                               : 0;
+  count_fp16_limits<kWidth>(values, count, fields, nonzero, counts);
+  add_block_sums(sum, sum_squares, counts);
   counts.ordinary_count += count;
   return true;
 }

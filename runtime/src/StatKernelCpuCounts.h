@@ -235,6 +235,18 @@ struct ChunkCounts {
   }
 };
 
+/// A byte transposition count of one window of kFieldWindow fields, step by step (64 field bytes
+/// a step): per qword, byte k of `low_counts` counts window place k, and of `high_counts` place
+/// 8 + k. A byte gains at most 8 a step, so every kWindowFlushEvery fields the bytes are widened
+/// into the 16-bit `low_words` and `high_words` (each gains at most 256 a flush, and at most
+/// kBlock / 4 in a block). `Bytes` is any 64-byte vector type: the fast path, compiled for the
+/// baseline target until it is inlined, holds GCC's own.
+template <typename Bytes>
+struct WindowCount {
+  Bytes low_counts{}, high_counts{}, low_words{}, high_words{};
+};
+constexpr int64_t kWindowFlushEvery = 1024;
+
 /// Adds `count` exponent fields to `Copies` interleaved copies of bins.
 template <int Copies, size_t Bins>
 __attribute__((always_inline)) inline void count_values(const uint8_t* values, int64_t count,

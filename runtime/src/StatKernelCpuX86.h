@@ -35,17 +35,6 @@ __attribute__((target(MPNANNY_TRANSPOSE_TARGET))) inline int64_t add_window_coun
   return _mm512_reduce_add_epi64(places);
 }
 
-/// A byte transposition count of one window of kFieldWindow fields, step by step (64 field bytes
-/// a step): per qword, byte k of `low_counts` counts window place k, and of `high_counts` place
-/// 8 + k. A byte gains at most 8 a step, so every kWindowFlushEvery fields the bytes are widened
-/// into the 16-bit `low_words` and `high_words` (each gains at most 256 a flush, and at most
-/// kBlock / 4 in a block). `Bytes` is any 64-byte vector type: the fast path, compiled for the
-/// baseline target until it is inlined, holds GCC's own.
-template <typename Bytes>
-struct WindowCount {
-  Bytes low_counts{}, high_counts{}, low_words{}, high_words{};
-};
-constexpr int64_t kWindowFlushEvery = 1024;
 
 /// The one-hot byte of each window place: places 0..7 in the first table, 8..15 in the second,
 /// none for places 16..63.
