@@ -23,8 +23,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -40,6 +38,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "Environment.h"
 #include "MaskedFpExceptions.h"
 #include "SiteVerifier.h"
 #include "MemoryStats.h"
@@ -81,39 +80,6 @@ std::string shape_of(const at::Tensor& tensor) {
     text += std::to_string(tensor.size(d));
   }
   return text + "]";
-}
-
-std::optional<std::string> env(const char* name) {
-  const char* value = std::getenv(name);
-  if (!value || !*value) return std::nullopt;
-  return std::string(value);
-}
-
-/// An integer from the environment, in [min, max]; anything else (text, a number past int64)
-/// is ignored with a warning rather than read as 0 or clamped.
-std::optional<int64_t> env_integer(const char* name, int64_t min, int64_t max = INT64_MAX) {
-  const auto text = env(name);
-  if (!text) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const long long parsed = std::strtoll(text->c_str(), &end, 10);
-  if (errno == 0 && end != text->c_str() && *end == '\0' && parsed >= min && parsed <= max) return parsed;
-  std::cerr << "mpnanny: warning: ignoring " << name << "='" << *text << "' (expected an integer from " << min
-            << (max == INT64_MAX ? std::string(" up") : " to " + std::to_string(max)) << ")\n";
-  return std::nullopt;
-}
-
-/// A switch from the environment: 1, true, yes, on or 0, false, no, off, in any case. Anything
-/// else is ignored with a warning: MPNANNY_DISABLE=no must not switch monitoring off.
-std::optional<bool> env_switch(const char* name) {
-  auto text = env(name);
-  if (!text) return std::nullopt;
-  for (char& c : *text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (*text == "1" || *text == "true" || *text == "yes" || *text == "on") return true;
-  if (*text == "0" || *text == "false" || *text == "no" || *text == "off") return false;
-  std::cerr << "mpnanny: warning: ignoring " << name << "='" << std::getenv(name)
-            << "' (expected 1, true, yes, on, or 0, false, no, off)\n";
-  return std::nullopt;
 }
 
 /// A watched op as observed: by its start and end callbacks in the forward pass, and by the post
@@ -190,7 +156,9 @@ class Nanny::Impl {
  public:
   /// `implicit_steps`: the session MPNANNY_VERIFY=1 starts without user code; it finds step
   /// boundaries itself (on_step_signal) and opens its database only once it has something to write.
-  Impl(std::shared_ptr<torch::nn::Module> model, Options options, bool implicit_steps = false);
+  /// `environment` overrides `options`.
+  Impl(std::shared_ptr<torch::nn::Module> model, Options options, const Environment& environment,
+       bool implicit_steps = false);
   ~Impl();
 
   void begin_step(int64_t step);
@@ -233,7 +201,6 @@ class Nanny::Impl {
   bool forget_after_fork();
 
  private:
-  void apply_environment();
   void start_verification();
   bool step_may_be_observed(int64_t step) const;
   void report_verdicts();
@@ -580,7 +547,8 @@ bool Nanny::Impl::forget_after_fork() {
   return was_active;
 }
 
-Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, bool implicit_steps)
+Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, const Environment& environment,
+                  bool implicit_steps)
     : options_(std::move(options)),
       model_(std::move(model)),
       sampler_(options_.trace_interval, options_.dense_steps),
@@ -592,7 +560,7 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, boo
     live_sessions().sessions.push_back(this);
   }
   try {
-    apply_environment();
+    environment.apply_to(options_);
     sampler_ = Sampler(options_.trace_interval, options_.dense_steps);
     loss_scale_monitor_ = LossScaleMonitor(options_.thresholds);
     if (!options_.enabled) return;
@@ -610,12 +578,12 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, boo
     generation_ = ++g_session_generation;
 
     RunInfo& run = run_info_;
-    // A rank that is not one (RANK=abc) is ignored, with a warning: read as 0 it shared rank 0's file.
-    const auto rank = env_integer("RANK", 0, INT32_MAX);
-    const auto local_rank = env_integer("LOCAL_RANK", 0, INT32_MAX);
+    const LaunchRanks ranks = LaunchRanks::read();
+    const auto& rank = ranks.rank;
+    const auto& local_rank = ranks.local_rank;
     run.rank = static_cast<int>(rank ? *rank : local_rank.value_or(0));
     run.local_rank = static_cast<int>(local_rank.value_or(0));
-    if (const auto world = env_integer("WORLD_SIZE", 1, INT32_MAX)) run.world_size = static_cast<int>(*world);
+    if (ranks.world_size) run.world_size = static_cast<int>(*ranks.world_size);
     run.precision = to_string(options_.precision);
     run.options_json = options_json();
     run.torch_version = TORCH_VERSION;
@@ -724,15 +692,6 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_step_signal(const at::Recor
     begin_step(next);
   }
   return nullptr;
-}
-
-void Nanny::Impl::apply_environment() {
-  if (const auto disable = env_switch("MPNANNY_DISABLE"); disable && *disable) options_.enabled = false;
-  if (const auto dir = env("MPNANNY_DIR")) options_.output_dir = *dir;
-  if (const auto verify = env_switch("MPNANNY_VERIFY")) options_.verify = *verify;
-  if (const auto sites = env("MPNANNY_SITES")) options_.sites_file = *sites;
-  if (const auto steps = env_integer("MPNANNY_VERIFY_STEPS", 0)) options_.verify_steps = *steps;
-  if (const auto interval = env_integer("MPNANNY_TRACE_INTERVAL", 0)) options_.trace_interval = *interval;
 }
 
 std::string Nanny::Impl::options_json() const {
@@ -1471,8 +1430,8 @@ void StepGuard::end() {
 }
 
 Nanny::Nanny(std::shared_ptr<torch::nn::Module> model, Options options)
-    : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {}
-Nanny::Nanny(Options options) : impl_(std::make_unique<Impl>(nullptr, std::move(options))) {}
+    : impl_(std::make_unique<Impl>(std::move(model), std::move(options), Environment::read())) {}
+Nanny::Nanny(Options options) : impl_(std::make_unique<Impl>(nullptr, std::move(options), Environment::read())) {}
 Nanny::~Nanny() { close(); }
 
 StepGuard Nanny::step(int64_t step) {
@@ -1555,11 +1514,10 @@ Nanny& watch(const std::shared_ptr<torch::nn::Module>& model, Options options) {
 
 void start_verification_from_environment() {
   try {
-    const auto verify = env_switch("MPNANNY_VERIFY");
-    if (!verify || !*verify) return;
+    if (!Environment::verify_at_load()) return;
     // Deliberately leaked, like watch()'s nanny: training code may run ops until the very end; the
     // atexit handler reports the verdicts and closes it first.
-    auto* session = new Nanny::Impl(nullptr, Options{}, /*implicit_steps=*/true);
+    auto* session = new Nanny::Impl(nullptr, Options{}, Environment::read(), /*implicit_steps=*/true);
     g_implicit_session_kept = session;
     if (!session->active()) return;  // no sites (warned), disabled, or an error (warned)
     g_implicit_session = session;

@@ -7,12 +7,12 @@
 #include <ATen/core/Tensor.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "Environment.h"
 #include "StatKernelCpuBlock.h"
 
 // at::parallel_for is a `#pragma omp parallel` inline in LibTorch's headers when LibTorch uses
@@ -79,20 +79,13 @@ scan_run_avx512_transpose(const Scalar* source, int64_t stride, int64_t count, C
 }
 #endif
 
-#ifdef MPNANNY_X86_COPIES
-/// MPNANNY_STATS_ISA=baseline|avx2|avx512 caps the instruction set the kernel uses: a machine
-/// with the transposing copy would otherwise only ever test that one (CTest runs the stat tests
-/// once per cap).
-std::string stats_isa_cap() {
-  const char* cap = std::getenv("MPNANNY_STATS_ISA");
-  return cap ? std::string(cap) : std::string();
-}
-#endif
-
+/// The widest copy this CPU runs. MPNANNY_STATS_ISA=baseline|avx2|avx512 caps it: a machine with
+/// the transposing copy would otherwise only ever test that one (CTest runs the stat tests once
+/// per cap).
 template <typename Scalar>
 RunScanner<Scalar> pick_run_scanner() {
 #ifdef MPNANNY_X86_COPIES
-  const std::string cap = stats_isa_cap();
+  const std::string cap = stat_kernel_cap_from_environment();
   if (cap == "baseline") return &scan_run_baseline<Scalar>;
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
