@@ -39,7 +39,9 @@
 #include <unordered_set>
 
 #include "Environment.h"
+#include "AlertPolicy.h"
 #include "MaskedFpExceptions.h"
+#include "OpStats.h"
 #include "SiteVerifier.h"
 #include "MemoryStats.h"
 #include "SourceLocator.h"
@@ -69,8 +71,9 @@ void warn_once_internal(const std::string& what) {
   }
 }
 
-bool is_sum_like(const std::string& op) {
-  return op == "aten::sum" || op == "aten::mean" || op == "aten::cumsum" || op == "aten::nansum";
+Options overridden(Options options, const Environment& environment) {
+  environment.apply_to(options);
+  return options;
 }
 
 std::string shape_of(const at::Tensor& tensor) {
@@ -218,12 +221,13 @@ class Nanny::Impl {
   bool parameter_selected(const std::string& name) const;
   void observe_loss_scale();
   std::optional<double> read_loss_scale() const;
-  bool input_already_bad(const ObservedOp& op) const;
   void hook_backward_of(const at::Tensor& output, const ObservedOp& op);
   /// True where a gradient passed to `node` is a watched parameter's gradient, possibly
   /// rearranged (transposed, viewed) on the way: the parameter pass records it.
   bool reaches_watched_parameter(const torch::autograd::Node* node) const;
-  void observe_output(const at::Tensor& output, const ObservedOp& op);
+  /// One tensor of an observed op: its output, or a gradient its backward node passes on.
+  void observe_op_tensor(const at::Tensor& tensor, const ObservedOp& op);
+  void show_to_verifier(const ObservedOp& op, OpStats& stats);
 
   Options options_;
   std::shared_ptr<torch::nn::Module> model_;
@@ -237,7 +241,7 @@ class Nanny::Impl {
   RunInfo run_info_;
   std::string database_path_;
   Sampler sampler_;
-  LossScaleMonitor loss_scale_monitor_;
+  AlertPolicy policy_;
   uint64_t generation_ = 0;
 
   std::vector<std::string> watched_names_;
@@ -266,13 +270,9 @@ class Nanny::Impl {
   std::vector<SourceLocation> locations_{SourceLocation{}};  // index 0: unknown
   std::vector<Alert> alerts_;
   std::set<std::tuple<AlertType, int64_t, std::string>> announced_;
-  // Adaptive baselines: max |x| per (watched op, location), gradient norm per parameter.
-  std::unordered_map<uint64_t, RobustBaseline> max_abs_baselines_;
-  std::unordered_map<std::string, RobustBaseline> gradient_norm_baselines_;
   std::vector<at::Tensor> weights_before_;
-  // Gradients are taken from autograd hooks on the parameters, as backward produced them: still
-  // multiplied by the loss scale (and not yet unscaled in place by a hand-rolled scaler), which
-  // is why the rules divide by the scale read at the start of the step.
+  // Gradients are taken from autograd hooks on the parameters, as backward produced them
+  // (AlertPolicy::judge_gradient unscales them).
   std::shared_ptr<HookTarget> hook_target_ = std::make_shared<HookTarget>();
   std::vector<std::pair<at::Tensor, unsigned>> hooks_;
   std::unordered_set<const c10::TensorImpl*> hooked_parameters_;  // those of hooks_, set before any op runs
@@ -293,10 +293,6 @@ class Nanny::Impl {
   int64_t step_ = 0;
   int64_t seq_ = 0;
   int64_t step_alerts_ = 0;
-  bool step_saw_nonfinite_ = false;
-  bool step_value_error_ = false;  // an op of this step produced NaN, Inf or an overflow
-  bool step_skipped_ = false;
-  std::optional<double> loss_scale_;  // read at the start of the step: the scale backward used
   std::chrono::steady_clock::time_point step_started_;
 };
 
@@ -549,10 +545,10 @@ bool Nanny::Impl::forget_after_fork() {
 
 Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, const Environment& environment,
                   bool implicit_steps)
-    : options_(std::move(options)),
+    : options_(overridden(std::move(options), environment)),
       model_(std::move(model)),
       sampler_(options_.trace_interval, options_.dense_steps),
-      loss_scale_monitor_(options_.thresholds),
+      policy_(options_, sampler_),
       implicit_steps_(implicit_steps) {
   watch_for_fork();
   {
@@ -560,9 +556,6 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, con
     live_sessions().sessions.push_back(this);
   }
   try {
-    environment.apply_to(options_);
-    sampler_ = Sampler(options_.trace_interval, options_.dense_steps);
-    loss_scale_monitor_ = LossScaleMonitor(options_.thresholds);
     if (!options_.enabled) return;
 
     watched_names_ = options_.watched_ops.empty() ? default_watched_ops() : options_.watched_ops;
@@ -850,18 +843,6 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
   return context;
 }
 
-bool Nanny::Impl::input_already_bad(const ObservedOp& op) const {
-  // A backward node's gradients are observed without the gradients that reached it: those were
-  // bad if an op before it in this step already produced NaN, Inf or an overflow.
-  if (op.phase == Phase::Backward) return step_value_error_;
-  for (const at::Tensor& input : op.inputs) {
-    const TensorStats stats = compute_tensor_stats(input);
-    const int64_t above = options_.precision == Precision::FP16 ? stats.fp16_overflow : stats.bf16_overflow;
-    if (stats.nan_count > 0 || stats.inf_count > 0 || above > 0) return true;
-  }
-  return false;
-}
-
 void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
   if (!active_.load()) return;
   const at::Tensor* output = nullptr;
@@ -875,7 +856,7 @@ void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
   if (options_.observe_backward && output->requires_grad() && (!verify_only_ || op.site >= 0 || opless_sites_)) {
     hook_backward_of(*output, op);
   }
-  observe_output(*output, op);
+  observe_op_tensor(*output, op);
 }
 
 void Nanny::Impl::hook_backward_of(const at::Tensor& output, const ObservedOp& op) {
@@ -955,94 +936,45 @@ void Nanny::Impl::on_backward_gradients(ObservedOp op, const std::vector<uint32_
   }
   for (const uint32_t index : to_inputs) {
     if (index < gradients.size() && gradients[index].defined() && is_observable_tensor(gradients[index])) {
-      observe_output(gradients[index], op);
+      observe_op_tensor(gradients[index], op);
     }
   }
 }
 
-void Nanny::Impl::observe_output(const at::Tensor& output, const ObservedOp& op) {
-  const TensorStats stats = compute_tensor_stats(output);
-  if (stats.numel == 0) return;
-  if (op.site >= 0) {
-    std::optional<TensorStats> argument;
-    if (op.phase == Phase::Forward && op.site_reads_argument && !op.inputs.empty()) {
-      argument = compute_tensor_stats(op.inputs.front());
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (verifier_) {
-      verifier_->observe(static_cast<size_t>(op.site), step_, stats);
-      if (argument) verifier_->observe_argument(static_cast<size_t>(op.site), step_, *argument);
-    }
-  }
+void Nanny::Impl::observe_op_tensor(const at::Tensor& tensor, const ObservedOp& op) {
+  OpStats stats(tensor, op.inputs);
+  if (stats.tensor().numel == 0) return;
+  if (op.site >= 0) show_to_verifier(op, stats);
   if (verify_only_) return;
   const std::string& op_name = watched_names_[op.op_index];
-  const bool low_precision_tensor =
-      (options_.precision == Precision::FP16 && output.scalar_type() == at::kHalf) ||
-      (options_.precision == Precision::BF16 && output.scalar_type() == at::kBFloat16);
-
-  std::vector<Finding> findings =
-      check_values(stats, options_.precision, options_.thresholds, op.phase == Phase::Forward, low_precision_tensor);
-  const bool scaler_handles_it = op.phase == Phase::Backward && static_cast<bool>(options_.loss_scale);
-  const auto is_value_error = [](const Finding& f) {
-    return f.type == AlertType::Nan || f.type == AlertType::Inf || f.type == AlertType::Overflow ||
-           f.type == AlertType::OverflowRisk;
-  };
-  if (scaler_handles_it) {
-    // With loss scaling, overflowing backward tensors are how the scaler finds its scale: it
-    // skips the step and backs off, which the loss-scale alerts report.
-    findings.erase(std::remove_if(findings.begin(), findings.end(), is_value_error), findings.end());
-  }
-  const bool has_error_values = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
-    return f.type == AlertType::Nan || f.type == AlertType::Inf || f.type == AlertType::Overflow;
-  });
-  if (has_error_values && input_already_bad(op)) {
-    if (step_value_error_) {
-      // Propagation, not origin: the op that first produced the bad values has been reported.
-      findings.erase(std::remove_if(findings.begin(), findings.end(), is_value_error), findings.end());
-    } else {
-      // The bad values came from outside the observed ops (a batch holding Inf, a weight written
-      // between steps): this op is the first place they show, so it is reported, saying so.
-      for (Finding& finding : findings) {
-        if (is_value_error(finding)) finding.message += " (already in the op's input)";
-      }
-    }
-  }
-  if (op.phase == Phase::Forward && is_sum_like(op_name) && !op.inputs.empty()) {
-    const TensorStats input_stats = compute_tensor_stats(op.inputs.front());
-    double largest_result = stats.max_abs;
-    if (op_name == "aten::mean" && stats.numel > 0) {
-      largest_result *= static_cast<double>(input_stats.numel) / static_cast<double>(stats.numel);
-    }
-    if (auto swamping = check_swamping(input_stats, largest_result, options_.precision, options_.thresholds)) {
-      findings.push_back(*swamping);
-    }
-  }
+  std::vector<Finding> findings = policy_.judge_op_tensor(stats, op.phase, op_name);
 
   std::lock_guard<std::mutex> lock(mutex_);
-  const int64_t seq = seq_++;
   if (op.phase == Phase::Forward) {
-    const uint64_t site_key = static_cast<uint64_t>(op.op_index) << 40 ^ static_cast<uint64_t>(op.location_id);
-    auto& baseline = max_abs_baselines_.try_emplace(site_key, options_.thresholds).first->second;
-    const bool fixed_fired = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
-      return f.type == AlertType::Overflow || f.type == AlertType::OverflowRisk;
-    });
-    if (const auto bound = baseline.upper_bound(); bound && !fixed_fired && stats.max_abs > *bound) {
-      findings.push_back({AlertType::OverflowRisk, Severity::Warning, stats.max_abs, *bound,
-                          "max |x| jumped above its robust baseline (" + std::to_string(*bound) + ")", true});
-    }
-    baseline.add(stats.max_abs);
+    policy_.judge_against_baseline(op.op_index, op.location_id, stats.tensor().max_abs, findings);
   }
+  const int64_t seq = seq_++;
   TensorRecord record;
   record.step = step_;
   record.seq = seq;
   record.phase = op.phase;
   record.op = op_name;
   record.location_id = op.location_id;
-  record.dtype = c10::toString(output.scalar_type());
-  record.shape = shape_of(output);
-  record.stats = stats;
+  record.dtype = c10::toString(tensor.scalar_type());
+  record.shape = shape_of(tensor);
+  record.stats = stats.tensor();
   enqueue(std::move(record));
   for (const Finding& finding : findings) raise(finding, op.phase, op_name, "", op.location_id, seq);
+}
+
+void Nanny::Impl::show_to_verifier(const ObservedOp& op, OpStats& stats) {
+  const TensorStats* argument = op.phase == Phase::Forward && op.site_reads_argument && stats.input_count() > 0
+                                    ? &stats.input(0)
+                                    : nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!verifier_) return;
+  verifier_->observe(static_cast<size_t>(op.site), step_, stats.tensor());
+  if (argument) verifier_->observe_argument(static_cast<size_t>(op.site), step_, *argument);
 }
 
 void Nanny::Impl::raise(const Finding& finding, Phase phase, const std::string& op, const std::string& name,
@@ -1062,15 +994,7 @@ void Nanny::Impl::raise(const Finding& finding, Phase phase, const std::string& 
   alert.message = finding.message;
   if (alerts_.size() < options_.alerts_in_memory) alerts_.push_back(alert);
   ++step_alerts_;
-  if ((finding.type == AlertType::Nan || finding.type == AlertType::Inf || finding.type == AlertType::Overflow) &&
-      (phase == Phase::Forward || phase == Phase::Backward)) {
-    step_value_error_ = true;
-  }
-  if ((finding.type == AlertType::Nan || finding.type == AlertType::Inf) &&
-      (phase == Phase::Forward || phase == Phase::Backward)) {
-    step_saw_nonfinite_ = true;
-  }
-  if (finding.severity == Severity::Error) sampler_.on_error(step_);
+  policy_.note_alert(finding, phase, step_);
   enqueue(AlertRecord{alert, seq, location_id});
 
   const bool first_time = announced_.emplace(finding.type, location_id, name).second;
@@ -1092,16 +1016,14 @@ void Nanny::Impl::begin_step(int64_t step) {
   in_step_ = true;
   step_thread_ = std::this_thread::get_id();
   step_started_ = std::chrono::steady_clock::now();
-  loss_scale_ = read_loss_scale();
+  const std::optional<double> loss_scale = read_loss_scale();
   {
     // The hooks of a backward pass still running on another thread read these under the lock.
     std::lock_guard<std::mutex> lock(mutex_);
     step_ = step;
     seq_ = 0;
     step_alerts_ = 0;
-    step_saw_nonfinite_ = false;
-    step_value_error_ = false;
-    step_skipped_ = false;
+    policy_.begin_step(loss_scale);
     step_gradients_.clear();
     dense_ = sampler_.in_dense_window(step);
     traced_ = sampler_.should_trace(step);
@@ -1179,8 +1101,7 @@ void Nanny::Impl::observe_loss_scale() {
   const auto read = read_loss_scale();
   if (!read) return;
   const double scale = *read;
-  const auto observation = loss_scale_monitor_.observe(step_, scale);
-  step_skipped_ = observation.skipped;
+  const auto observation = policy_.judge_loss_scale(step_, scale);
   enqueue(LossScaleRecord{step_, scale, observation.skipped});
   if (observation.finding) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -1192,7 +1113,6 @@ void Nanny::Impl::observe_parameters() {
   if (!model_) return;
   at::RecordFunctionGuard no_observation(false);
   c10::NoGradGuard no_grad;
-  const double scale = loss_scale_ && *loss_scale_ > 0.0 ? *loss_scale_ : 1.0;
   size_t index = 0;
   for (const auto& parameter : model_->named_parameters()) {
     const std::string& name = parameter.key();
@@ -1214,13 +1134,7 @@ void Nanny::Impl::observe_parameters() {
     const int64_t weight_seq = seq_++;
     enqueue(TensorRecord{step_, weight_seq, Phase::Weight, "", name, 0, c10::toString(weight.scalar_type()),
                          shape_of(weight), weight_stats, update_ratio});
-    if ((weight_stats.nan_count > 0 || weight_stats.inf_count > 0) && !step_saw_nonfinite_) {
-      const bool nan = weight_stats.nan_count > 0;
-      raise({nan ? AlertType::Nan : AlertType::Inf, Severity::Error,
-             static_cast<double>(nan ? weight_stats.nan_count : weight_stats.inf_count), 0.0,
-             nan ? "the weights hold NaN" : "the weights hold infinities"},
-            Phase::Weight, "", name, 0, weight_seq);
-    }
+    if (const auto finding = policy_.judge_weights(weight_stats)) raise(*finding, Phase::Weight, "", name, 0, weight_seq);
     const auto captured = step_gradients_.find(name);
     if (captured == step_gradients_.end()) continue;
     const at::Tensor gradient = captured->second;
@@ -1229,28 +1143,9 @@ void Nanny::Impl::observe_parameters() {
     const int64_t gradient_seq = seq_++;
     enqueue(TensorRecord{step_, gradient_seq, Phase::Gradient, "", name, 0, c10::toString(gradient.scalar_type()),
                          shape_of(gradient), gradient_stats, std::nullopt});
-    if (gradient_stats.nan_count > 0 || gradient_stats.inf_count > 0) {
-      // Non-finite gradients that follow a reported op, or that the scaler skipped, are not news.
-      if (!step_saw_nonfinite_ && !step_skipped_) {
-        const bool nan = gradient_stats.nan_count > 0;
-        raise({nan ? AlertType::Nan : AlertType::Inf, Severity::Error,
-               static_cast<double>(nan ? gradient_stats.nan_count : gradient_stats.inf_count), 0.0,
-               nan ? "the gradient holds NaN" : "the gradient holds infinities"},
-              Phase::Gradient, "", name, 0, gradient_seq);
-      }
-      continue;
+    if (const auto finding = policy_.judge_gradient(name, gradient_stats)) {
+      raise(*finding, Phase::Gradient, "", name, 0, gradient_seq);
     }
-    const double unscaled_norm = gradient_stats.norm() / scale;
-    std::optional<Finding> finding = check_gradient_norm(unscaled_norm, options_.thresholds);
-    auto& baseline = gradient_norm_baselines_.try_emplace(name, options_.thresholds).first->second;
-    if (!finding) {
-      if (const auto bound = baseline.upper_bound(); bound && unscaled_norm > *bound) {
-        finding = Finding{AlertType::GradExplosion, Severity::Error, unscaled_norm, *bound,
-                          "gradient norm jumped above its robust baseline (" + std::to_string(*bound) + ")", true};
-      }
-    }
-    baseline.add(unscaled_norm);
-    if (finding) raise(*finding, Phase::Gradient, "", name, 0, gradient_seq);
   }
   // Kept only when the next step is traced too: otherwise they would hold a second copy of the
   // weights until then.
