@@ -156,6 +156,146 @@ std::string histogram_json(const TensorStats& stats) {
   return text + "]";
 }
 
+// One binder per record type: each fills its table's prepared statement, in the column order of
+// the schema above, and returns it.
+
+sqlite3_stmt* bind_location(sqlite3_stmt* statement, int64_t run, const LocationRecord& location) {
+  sqlite3_bind_int64(statement, 1, run);
+  sqlite3_bind_int64(statement, 2, location.location_id);
+  bind_text(statement, 3, location.location.function);
+  bind_text(statement, 4, location.location.file);
+  sqlite3_bind_int(statement, 5, location.location.line);
+  return statement;
+}
+
+sqlite3_stmt* bind_step(sqlite3_stmt* statement, int64_t run, const StepRecord& step) {
+  sqlite3_bind_int64(statement, 1, run);
+  sqlite3_bind_int64(statement, 2, step.step);
+  sqlite3_bind_int(statement, 3, step.traced);
+  sqlite3_bind_int(statement, 4, step.dense);
+  sqlite3_bind_double(statement, 5, step.duration_ms);
+  sqlite3_bind_int64(statement, 6, step.alert_count);
+  return statement;
+}
+
+sqlite3_stmt* bind_tensor(sqlite3_stmt* statement, int64_t run, const TensorRecord& tensor) {
+  const TensorStats& st = tensor.stats;
+  int i = 1;
+  sqlite3_bind_int64(statement, i++, run);
+  sqlite3_bind_int64(statement, i++, tensor.step);
+  sqlite3_bind_int64(statement, i++, tensor.seq);
+  bind_text(statement, i++, to_string(tensor.phase));
+  bind_text(statement, i++, tensor.op);
+  bind_text(statement, i++, tensor.name);
+  sqlite3_bind_int64(statement, i++, tensor.location_id);
+  bind_text(statement, i++, tensor.dtype);
+  bind_text(statement, i++, tensor.shape);
+  sqlite3_bind_int64(statement, i++, st.numel);
+  sqlite3_bind_int64(statement, i++, st.nan_count);
+  sqlite3_bind_int64(statement, i++, st.inf_count);
+  sqlite3_bind_int64(statement, i++, st.zero_count);
+  bind_real_or_null(statement, i++, st.max_abs);
+  if (st.finite_nonzero_count() > 0) {
+    sqlite3_bind_double(statement, i++, st.min_abs_nonzero);
+  } else {
+    sqlite3_bind_null(statement, i++);
+  }
+  bind_real_or_null(statement, i++, st.mean());
+  bind_real_or_null(statement, i++, st.sum_squares);
+  bind_real_or_null(statement, i++, st.norm());
+  sqlite3_bind_int64(statement, i++, st.fp16_overflow);
+  sqlite3_bind_int64(statement, i++, st.fp16_subnormal);
+  sqlite3_bind_int64(statement, i++, st.fp16_flush);
+  sqlite3_bind_int64(statement, i++, st.bf16_overflow);
+  sqlite3_bind_int64(statement, i++, st.bf16_subnormal);
+  sqlite3_bind_int64(statement, i++, st.bf16_flush);
+  if (tensor.update_ratio) {
+    bind_real_or_null(statement, i++, *tensor.update_ratio);
+  } else {
+    sqlite3_bind_null(statement, i++);
+  }
+  return statement;
+}
+
+sqlite3_stmt* bind_histogram(sqlite3_stmt* statement, int64_t run, const TensorRecord& tensor) {
+  sqlite3_bind_int64(statement, 1, run);
+  sqlite3_bind_int64(statement, 2, tensor.step);
+  sqlite3_bind_int64(statement, 3, tensor.seq);
+  sqlite3_bind_int(statement, 4, kHistogramMinExponent);
+  bind_text(statement, 5, histogram_json(tensor.stats));
+  return statement;
+}
+
+sqlite3_stmt* bind_alert(sqlite3_stmt* statement, int64_t run, const AlertRecord& record) {
+  const Alert& alert = record.alert;
+  int i = 1;
+  sqlite3_bind_int64(statement, i++, run);
+  sqlite3_bind_int64(statement, i++, alert.step);
+  sqlite3_bind_int64(statement, i++, record.seq);
+  bind_text(statement, i++, to_string(alert.type));
+  bind_text(statement, i++, to_string(alert.severity));
+  bind_text(statement, i++, alert.adaptive ? "adaptive" : "fixed");
+  bind_text(statement, i++, to_string(alert.phase));
+  bind_text(statement, i++, alert.op);
+  bind_text(statement, i++, alert.name);
+  sqlite3_bind_int64(statement, i++, record.location_id);
+  bind_text(statement, i++, alert.location.function);
+  bind_text(statement, i++, alert.location.file);
+  sqlite3_bind_int(statement, i++, alert.location.line);
+  bind_real_or_null(statement, i++, alert.value);
+  bind_real_or_null(statement, i++, alert.threshold);
+  bind_text(statement, i++, alert.message);
+  return statement;
+}
+
+sqlite3_stmt* bind_loss_scale(sqlite3_stmt* statement, int64_t run, const LossScaleRecord& loss_scale) {
+  sqlite3_bind_int64(statement, 1, run);
+  sqlite3_bind_int64(statement, 2, loss_scale.step);
+  sqlite3_bind_double(statement, 3, loss_scale.scale);
+  sqlite3_bind_int(statement, 4, loss_scale.skipped);
+  return statement;
+}
+
+sqlite3_stmt* bind_memory(sqlite3_stmt* statement, int64_t run, const MemoryRecord& memory) {
+  sqlite3_bind_int64(statement, 1, run);
+  sqlite3_bind_int64(statement, 2, memory.step);
+  sqlite3_bind_int64(statement, 3, memory.rss_bytes);
+  sqlite3_bind_int64(statement, 4, memory.cuda_allocated_bytes);
+  sqlite3_bind_int64(statement, 5, memory.cuda_reserved_bytes);
+  sqlite3_bind_int64(statement, 6, memory.cuda_allocated_peak_bytes);
+  sqlite3_bind_int64(statement, 7, memory.cuda_reserved_peak_bytes);
+  sqlite3_bind_int64(statement, 8, memory.cuda_alloc_retries);
+  return statement;
+}
+
+sqlite3_stmt* bind_scalar(sqlite3_stmt* statement, int64_t run, const ScalarRecord& scalar) {
+  sqlite3_bind_int64(statement, 1, run);
+  sqlite3_bind_int64(statement, 2, scalar.step);
+  bind_text(statement, 3, scalar.name);
+  bind_real_or_null(statement, 4, scalar.value);
+  return statement;
+}
+
+sqlite3_stmt* bind_site_verdict(sqlite3_stmt* statement, int64_t run, const SiteVerdictRecord& verdict) {
+  int i = 1;
+  sqlite3_bind_int64(statement, i++, run);
+  bind_text(statement, i++, verdict.site_id);
+  bind_text(statement, i++, verdict.check);
+  bind_text(statement, i++, verdict.file);
+  sqlite3_bind_int64(statement, i++, verdict.line);
+  bind_text(statement, i++, verdict.function);
+  bind_text(statement, i++, verdict.verdict);
+  bind_text(statement, i++, verdict.evidence);
+  sqlite3_bind_int64(statement, i++, verdict.steps_observed);
+  // Left unbound (NULL) where the verdict has no such value.
+  if (verdict.worst_headroom) bind_real_or_null(statement, i, *verdict.worst_headroom);
+  ++i;
+  if (verdict.first_step) sqlite3_bind_int64(statement, i, *verdict.first_step);
+  ++i;
+  if (verdict.value) bind_real_or_null(statement, i, *verdict.value);
+  return statement;
+}
+
 }  // namespace
 
 struct MetricsWriter::Statements {
@@ -437,134 +577,28 @@ bool MetricsWriter::write_batch(std::deque<Record>& batch) {
 
 bool MetricsWriter::write_record(const Record& record) {
   Statements& s = *statements_;
+  const int64_t run = run_id_;
+  // Each record fills its table's statement; a tensor fills its histogram's too.
   sqlite3_stmt* statement = nullptr;
   sqlite3_stmt* second = nullptr;
-  const int64_t run = run_id_;
   if (const auto* location = std::get_if<LocationRecord>(&record)) {
-    statement = s.location;
-    sqlite3_bind_int64(statement, 1, run);
-    sqlite3_bind_int64(statement, 2, location->location_id);
-    bind_text(statement, 3, location->location.function);
-    bind_text(statement, 4, location->location.file);
-    sqlite3_bind_int(statement, 5, location->location.line);
+    statement = bind_location(s.location, run, *location);
   } else if (const auto* step = std::get_if<StepRecord>(&record)) {
-    statement = s.step;
-    sqlite3_bind_int64(statement, 1, run);
-    sqlite3_bind_int64(statement, 2, step->step);
-    sqlite3_bind_int(statement, 3, step->traced);
-    sqlite3_bind_int(statement, 4, step->dense);
-    sqlite3_bind_double(statement, 5, step->duration_ms);
-    sqlite3_bind_int64(statement, 6, step->alert_count);
+    statement = bind_step(s.step, run, *step);
   } else if (const auto* tensor = std::get_if<TensorRecord>(&record)) {
-    statement = s.tensor;
-    const TensorStats& st = tensor->stats;
-    int i = 1;
-    sqlite3_bind_int64(statement, i++, run);
-    sqlite3_bind_int64(statement, i++, tensor->step);
-    sqlite3_bind_int64(statement, i++, tensor->seq);
-    bind_text(statement, i++, to_string(tensor->phase));
-    bind_text(statement, i++, tensor->op);
-    bind_text(statement, i++, tensor->name);
-    sqlite3_bind_int64(statement, i++, tensor->location_id);
-    bind_text(statement, i++, tensor->dtype);
-    bind_text(statement, i++, tensor->shape);
-    sqlite3_bind_int64(statement, i++, st.numel);
-    sqlite3_bind_int64(statement, i++, st.nan_count);
-    sqlite3_bind_int64(statement, i++, st.inf_count);
-    sqlite3_bind_int64(statement, i++, st.zero_count);
-    bind_real_or_null(statement, i++, st.max_abs);
-    if (st.finite_nonzero_count() > 0) {
-      sqlite3_bind_double(statement, i++, st.min_abs_nonzero);
-    } else {
-      sqlite3_bind_null(statement, i++);
-    }
-    bind_real_or_null(statement, i++, st.mean());
-    bind_real_or_null(statement, i++, st.sum_squares);
-    bind_real_or_null(statement, i++, st.norm());
-    sqlite3_bind_int64(statement, i++, st.fp16_overflow);
-    sqlite3_bind_int64(statement, i++, st.fp16_subnormal);
-    sqlite3_bind_int64(statement, i++, st.fp16_flush);
-    sqlite3_bind_int64(statement, i++, st.bf16_overflow);
-    sqlite3_bind_int64(statement, i++, st.bf16_subnormal);
-    sqlite3_bind_int64(statement, i++, st.bf16_flush);
-    if (tensor->update_ratio) {
-      bind_real_or_null(statement, i++, *tensor->update_ratio);
-    } else {
-      sqlite3_bind_null(statement, i++);
-    }
-    second = s.histogram;
-    sqlite3_bind_int64(second, 1, run);
-    sqlite3_bind_int64(second, 2, tensor->step);
-    sqlite3_bind_int64(second, 3, tensor->seq);
-    sqlite3_bind_int(second, 4, kHistogramMinExponent);
-    bind_text(second, 5, histogram_json(st));
-  } else if (const auto* alert_record = std::get_if<AlertRecord>(&record)) {
-    statement = s.alert;
-    const Alert& alert = alert_record->alert;
-    int i = 1;
-    sqlite3_bind_int64(statement, i++, run);
-    sqlite3_bind_int64(statement, i++, alert.step);
-    sqlite3_bind_int64(statement, i++, alert_record->seq);
-    bind_text(statement, i++, to_string(alert.type));
-    bind_text(statement, i++, to_string(alert.severity));
-    bind_text(statement, i++, alert.adaptive ? "adaptive" : "fixed");
-    bind_text(statement, i++, to_string(alert.phase));
-    bind_text(statement, i++, alert.op);
-    bind_text(statement, i++, alert.name);
-    sqlite3_bind_int64(statement, i++, alert_record->location_id);
-    bind_text(statement, i++, alert.location.function);
-    bind_text(statement, i++, alert.location.file);
-    sqlite3_bind_int(statement, i++, alert.location.line);
-    bind_real_or_null(statement, i++, alert.value);
-    bind_real_or_null(statement, i++, alert.threshold);
-    bind_text(statement, i++, alert.message);
+    statement = bind_tensor(s.tensor, run, *tensor);
+    second = bind_histogram(s.histogram, run, *tensor);
+  } else if (const auto* alert = std::get_if<AlertRecord>(&record)) {
+    statement = bind_alert(s.alert, run, *alert);
   } else if (const auto* loss_scale = std::get_if<LossScaleRecord>(&record)) {
-    statement = s.loss_scale;
-    sqlite3_bind_int64(statement, 1, run);
-    sqlite3_bind_int64(statement, 2, loss_scale->step);
-    sqlite3_bind_double(statement, 3, loss_scale->scale);
-    sqlite3_bind_int(statement, 4, loss_scale->skipped);
+    statement = bind_loss_scale(s.loss_scale, run, *loss_scale);
   } else if (const auto* memory = std::get_if<MemoryRecord>(&record)) {
-    statement = s.memory;
-    sqlite3_bind_int64(statement, 1, run);
-    sqlite3_bind_int64(statement, 2, memory->step);
-    sqlite3_bind_int64(statement, 3, memory->rss_bytes);
-    sqlite3_bind_int64(statement, 4, memory->cuda_allocated_bytes);
-    sqlite3_bind_int64(statement, 5, memory->cuda_reserved_bytes);
-    sqlite3_bind_int64(statement, 6, memory->cuda_allocated_peak_bytes);
-    sqlite3_bind_int64(statement, 7, memory->cuda_reserved_peak_bytes);
-    sqlite3_bind_int64(statement, 8, memory->cuda_alloc_retries);
+    statement = bind_memory(s.memory, run, *memory);
   } else if (const auto* scalar = std::get_if<ScalarRecord>(&record)) {
-    statement = s.scalar;
-    sqlite3_bind_int64(statement, 1, run);
-    sqlite3_bind_int64(statement, 2, scalar->step);
-    bind_text(statement, 3, scalar->name);
-    bind_real_or_null(statement, 4, scalar->value);
+    statement = bind_scalar(s.scalar, run, *scalar);
   } else if (const auto* verdict = std::get_if<SiteVerdictRecord>(&record)) {
-    if (!s.site_verdict) {
-      if (!exec(kSiteVerdictsSchema)) return false;
-      if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO site_verdicts VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1,
-                             &s.site_verdict, nullptr) != SQLITE_OK) {
-        fail(std::string("cannot prepare a statement: ") + sqlite3_errmsg(db_));
-        return false;
-      }
-    }
-    statement = s.site_verdict;
-    int i = 1;
-    sqlite3_bind_int64(statement, i++, run);
-    bind_text(statement, i++, verdict->site_id);
-    bind_text(statement, i++, verdict->check);
-    bind_text(statement, i++, verdict->file);
-    sqlite3_bind_int64(statement, i++, verdict->line);
-    bind_text(statement, i++, verdict->function);
-    bind_text(statement, i++, verdict->verdict);
-    bind_text(statement, i++, verdict->evidence);
-    sqlite3_bind_int64(statement, i++, verdict->steps_observed);
-    if (verdict->worst_headroom) bind_real_or_null(statement, i, *verdict->worst_headroom);
-    ++i;
-    if (verdict->first_step) sqlite3_bind_int64(statement, i, *verdict->first_step);
-    ++i;
-    if (verdict->value) bind_real_or_null(statement, i, *verdict->value);
+    if (!s.site_verdict && !prepare_site_verdicts()) return false;
+    statement = bind_site_verdict(s.site_verdict, run, *verdict);
   }
   for (sqlite3_stmt* current : {statement, second}) {
     if (!current) continue;
@@ -575,6 +609,17 @@ bool MetricsWriter::write_record(const Record& record) {
       fail(std::string("cannot write metrics: ") + sqlite3_errmsg(db_));
       return false;
     }
+  }
+  return true;
+}
+
+bool MetricsWriter::prepare_site_verdicts() {
+  // The table comes with the first verdict: its absence says the file holds no verification data.
+  if (!exec(kSiteVerdictsSchema)) return false;
+  if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO site_verdicts VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1,
+                         &statements_->site_verdict, nullptr) != SQLITE_OK) {
+    fail(std::string("cannot prepare a statement: ") + sqlite3_errmsg(db_));
+    return false;
   }
   return true;
 }

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
 namespace mpnanny {
@@ -103,6 +105,18 @@ SitesFile load_sites(const std::string& given_path, bool check_sources) {
     result.warning = "mpnanny: malformed sites file " + path + " (" + error.what() + "); site verification is off";
   }
   return result;
+}
+
+const SitesFile& load_sites_once(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, SitesFile> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = loaded.find(path);
+  if (found == loaded.end()) {
+    found = loaded.emplace(path, load_sites(path)).first;
+    if (!found->second.warning.empty()) std::cerr << found->second.warning << "\n";
+  }
+  return found->second;
 }
 
 SiteVerifier::SiteVerifier(std::vector<Site> sites, Precision target)

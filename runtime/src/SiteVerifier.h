@@ -42,6 +42,9 @@ struct SitesFile {
 /// Reads a sites file. Never throws. `check_sources`: drop sites whose source line no longer
 /// holds the start of their expression (the file was edited since the scan).
 SitesFile load_sites(const std::string& path, bool check_sources = true);
+/// load_sites, once per path in this process: a missing, malformed or stale file gives one
+/// warning (printed here) however many sessions (the implicit one, then the user's) read it.
+const SitesFile& load_sites_once(const std::string& path);
 
 using Verdict = vocab::Verdict;
 inline const char* to_string(Verdict verdict) { return vocab::name(verdict); }

@@ -1,6 +1,6 @@
 // Classification of one floating-point element against the fp16 and bf16 formats.
 //
-// This header is the single definition shared by the CPU stat kernel (runtime/src/TensorStats.cpp)
+// This header is the single definition shared by the CPU stat kernel (runtime/src/StatKernelCpu*)
 // and the CUDA kernel (runtime/cuda/): both must agree bit for bit on every count, so everything
 // here is branch-light integer/float arithmetic with no library calls that differ between host
 // and device. Keep it free of C++ standard library dependencies that nvcc cannot compile.

@@ -140,6 +140,8 @@ class MetricsWriter {
   void run_writer_thread();
   bool write_batch(std::deque<Record>& batch);
   bool write_record(const Record& record);
+  /// Creates the site_verdicts table and its statement, with the first verdict.
+  bool prepare_site_verdicts();
   void fail(const std::string& message);
   bool exec(const char* sql);
   /// Adds the columns a file written by an older runtime lacks; false (and failed) on an error.
