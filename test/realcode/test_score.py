@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Self-test of score.py, without the corpus's sources (CI has no network and no mirror).
+
+Copies the made-up repository of fixture/ (three short .cpp files on the mock LibTorch
+headers, a label file whose verdicts are chosen to reach every path of the matching) into a
+work folder, scores it with the real mpnanny-check, and asserts the numbers: recall, each
+kind of false positive, unjudged findings, findings per KLOC, parse status, the compile
+database, the precision declaration and the exit codes (1: gates fail, 0: --no-gate,
+2: a label whose text changed). Exit 77 (skipped) when PyYAML is missing.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = "mpnanny/realcode-fixture"
+KEY = "mpnanny+realcode-fixture"
+# Only the checks the fixture is about: another check firing on its lines is not the
+# scorer's business (and would change the counts for a reason this test does not test).
+CHECKS = "--checks=-*,mpnanny-fp16-constant-range,mpnanny-log-softmax,mpnanny-unsafe-math"
+
+failures = []
+
+
+def expect(what, got, want):
+    if isinstance(want, float) and isinstance(got, (int, float)):
+        ok = abs(got - want) < 1e-9
+    else:
+        ok = got == want
+    print("%s %s: %r%s" % ("ok  " if ok else "FAIL", what, got, "" if ok else " (want %r)" % (want,)))
+    if not ok:
+        failures.append(what)
+
+
+def score(args, work, extra, env_paths=False, name="run"):
+    out_json = os.path.join(work, name + ".json")
+    cmd = [sys.executable, os.path.join(HERE, "score.py"), "--mpnanny-check", args.mpnanny_check,
+           "--torch-include", args.mock, "--cuda-include", "none", "--no-cache", "-j", "2",
+           "--timeout", "120", "--checker-arg=" + CHECKS, "--verbose", "--json-out", out_json] + extra
+    env = dict(os.environ)
+    labels, src = os.path.join(work, "fixture", "labels"), os.path.join(work, "fixture", "src")
+    if env_paths:  # the same folders through the environment
+        env.update(MPNANNY_REALCODE_LABELS=labels, MPNANNY_REALCODE_SRC=src)
+    else:
+        env.pop("MPNANNY_REALCODE_LABELS", None)
+        env.pop("MPNANNY_REALCODE_SRC", None)
+        cmd += ["--labels-dir", labels, "--src", src]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    print("$ " + " ".join(cmd))
+    print(proc.stdout)
+    data = None
+    if os.path.exists(out_json):
+        with open(out_json) as f:
+            data = json.load(f)
+    return proc.returncode, proc.stdout, data
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mpnanny-check", required=True)
+    ap.add_argument("--mock", required=True, help="test/checks/Inputs/mock")
+    ap.add_argument("--work", required=True, help="a scratch folder (emptied first)")
+    args = ap.parse_args()
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        print("PyYAML is missing: skipped")
+        return 77
+
+    work = os.path.abspath(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(os.path.join(HERE, "fixture"), os.path.join(work, "fixture"))
+    root = os.path.join(work, "fixture", "src", KEY)
+
+    # --- the compile commands, unit by unit ---
+    sys.path.insert(0, HERE)
+    import score as S
+    doc = {"std": "c++20", "include": ["inc", "."], "defines": ["USE_CUDA", "X=2"]}
+    a = S.compile_args(doc, "/r", "k/attn.cu", ["/t/api", "/usr/include"], [])
+    expect("compile_args of a .cu file", a, ["c++", "-std=c++20", "-I/r/inc", "-I/r", "-DUSE_CUDA", "-DX=2",
+                                             "-isystem", "/t/api", "-x", "c++", "-c", "/r/k/attn.cu"])
+    expect("compile_args of a header ends with -x c++ -c FILE", S.compile_args(doc, "/r", "a.hpp", [], [])[-4:],
+           ["-x", "c++", "-c", "/r/a.hpp"])
+    expect("compile_args of a .cpp has no -x", "-x" in S.compile_args(doc, "/r", "a.cpp", [], []), False)
+
+    # --- the whole fixture, options for the folders ---
+    rc, text, d = score(args, work, [], name="gated")
+    expect("exit code with the default gates", rc, 1)
+    if d is None:
+        print("no JSON written")
+        return 1
+    c = d["per_check"]
+    cr, ls, um = (c.get("mpnanny-fp16-constant-range", {}), c.get("mpnanny-log-softmax", {}),
+                  c.get("mpnanny-unsafe-math", {}))
+    # fp16-constant-range: TP on model.cpp:6; FP on the NO_FLAG line 9; FP on line 10 (labelled
+    # for log-softmax only); train.cpp:7 is unjudged (not read whole); -1e4 (line 7) is quiet.
+    for k, v in (("flag", 1), ("found", 1), ("noflag", 2), ("fp_noflag", 1), ("fp_other", 1),
+                 ("fp_whole", 0), ("fp", 2), ("unjudged", 1)):
+        expect("constant-range " + k, cr.get(k), v)
+    expect("constant-range recall", cr.get("recall"), 1.0)
+    expect("constant-range FP rate", cr.get("fp_rate"), 2 / 3)
+    expect("constant-range FP@NO / NO_FLAG", cr.get("fp_on_noflag_per_noflag"), 0.5)
+    # log-softmax: TP on train.cpp:6 (label written for line 4: the moved line is found), miss
+    # on model.cpp:10, FP on model.cpp:8 (unlabelled line of a file read whole).
+    for k, v in (("flag", 2), ("found", 1), ("fp_whole", 1), ("fp", 1), ("unjudged", 0)):
+        expect("log-softmax " + k, ls.get(k), v)
+    expect("log-softmax recall", ls.get("recall"), 0.5)
+    expect("log-softmax FP rate", ls.get("fp_rate"), 0.5)
+    expect("unsafe-math recall (a FLAG, no finding)", um.get("recall"), 0.0)
+    expect("unsafe-math FP rate (no finding)", um.get("fp_rate"), None)
+    t = d["totals"]
+    for k, v in (("flag", 4), ("found", 2), ("noflag", 2), ("fp", 3), ("unjudged", 1)):
+        expect("total " + k, t.get(k), v)
+    expect("total recall", t.get("recall"), 0.5)
+    expect("total FP rate", t.get("fp_rate"), 0.6)
+    cat = d["per_category"]
+    expect("category mask-constant", {k: cat.get("mask-constant", {}).get(k) for k in ("flag", "found", "noflag", "fp_noflag")},
+           {"flag": 1, "found": 1, "noflag": 2, "fp_noflag": 1})
+    expect("category log-of-softmax", {k: cat.get("log-of-softmax", {}).get(k) for k in ("flag", "found")},
+           {"flag": 2, "found": 1})
+    expect("category domain", {k: cat.get("domain", {}).get(k) for k in ("flag", "found")}, {"flag": 1, "found": 0})
+    labels = {(l["path"], l["check"]): l for l in d["labels"]}
+    expect("moved label located at its text", labels[("src/train.cpp", "mpnanny-log-softmax")]["line"], 6)
+    # findings per KLOC: util.cpp is the only unlabelled LibTorch source; 2 findings there.
+    k = d["kloc"][REPO]
+    lines = len(open(os.path.join(root, "src", "util.cpp")).read().splitlines())
+    expect("sample files", k["sample"], ["src/util.cpp"])
+    expect("sample lines", k["lines"], lines)
+    expect("sample findings", k["findings"], 2)
+    expect("findings per KLOC", k["per_kloc"], 2000.0 / lines)
+    # parse status per file
+    files = d["per_repo"][REPO]["files"]
+    expect("model.cpp parse status", files["src/model.cpp"].get("status"), "ok")
+    expect("model.cpp role", files["src/model.cpp"].get("role"), "whole")
+    expect("train.cpp role", files["src/train.cpp"].get("role"), "labelled")
+    expect("util.cpp parse status", (files["src/util.cpp"].get("status"), files["src/util.cpp"].get("errors")), ("errors", 1))
+    expect("util.cpp first error named", "fixture_undeclared_symbol" in files["src/util.cpp"].get("detail", ""), True)
+    # the scan as a user runs it: its compile database, the declared precision
+    with open(os.path.join(root, ".mpnanny-build", "compile_commands.json")) as f:
+        db = {os.path.relpath(e["file"], root): e for e in json.load(f)}
+    expect("compile database files", sorted(db), ["src/model.cpp", "src/train.cpp", "src/util.cpp"])
+    args_model = db["src/model.cpp"]["arguments"]
+    expect("compile flags", [a for a in args_model if a.startswith(("-std", "-I", "-D"))],
+           ["-std=c++17", "-I" + os.path.join(root, "src"), "-DMPNANNY_FIXTURE=1"])
+    expect("mock headers as LibTorch's", args_model[args_model.index("-isystem") + 1], os.path.abspath(args.mock))
+    expect("compile directory", db["src/model.cpp"]["directory"], root)
+    command = d["per_repo"][REPO]["command"]
+    declared = "--precision=fp16" in command or os.path.exists(os.path.join(root, ".mpnanny.yaml"))
+    expect("precision declared (--precision or .mpnanny.yaml)", declared, True)
+    expect("no bad input", d["bad_input"], [])
+
+    # --- the same through the environment, only reporting ---
+    rc, text, d2 = score(args, work, ["--no-gate"], env_paths=True, name="nogate")
+    expect("exit code with --no-gate", rc, 0)
+    expect("same totals through MPNANNY_REALCODE_*", d2 and d2["totals"], d["totals"])
+
+    # --- a label whose text changed: bad input, listed ---
+    path = os.path.join(work, "fixture", "labels", KEY + ".yaml")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text.replace("hash: 3cf864f7a200", "hash: deadbeef0000"))
+    rc, out, d3 = score(args, work, [], name="stale")
+    expect("exit code with a stale label", rc, 2)
+    expect("stale label listed", "src/model.cpp:7: no line has hash deadbeef0000" in out, True)
+
+    if failures:
+        print("test_score: %d assertion(s) failed: %s" % (len(failures), ", ".join(failures)))
+        return 1
+    print("test_score: all assertions hold")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Scores mpnanny-check on the real-code corpus (test/realcode/README.md), in one command:
+#   1. fetch: test/realcode/fetch.sh brings the pinned repositories' C/C++ sources into
+#      test/realcode/src/ (git-ignored). It needs a mirror folder of bare repositories
+#      (MPNANNY_REALCODE_MIRROR/OWNER+NAME/repo, default /work/.mirror) or the network
+#      (git clone from github.com); repositories already extracted at their pinned commit
+#      are kept as they are, so once fetched it needs neither.
+#   2. build: configures BUILD_DIR (default build) with cmake -G Ninja as tools/test.sh does
+#      when it has no build.ninja yet, then ninja builds mpnanny-check (a no-op when current).
+#   3. score: test/realcode/score.py --mpnanny-check BUILD_DIR/bin/mpnanny-check [ARGS]:
+#      scans every labelled repository, prints the tables (per check, per category, per
+#      repository, findings per KLOC on unlabelled code, parse status, wall times) and exits
+#      with its code: 0 the gates are met, 1 a gate failed, 2 bad input (a label that no
+#      longer points at its line, a repository not fetched).
+# Also needs: python3 with PyYAML, LibTorch's headers (found like mpnanny-check finds them:
+# TORCH_DIR, CMAKE_PREFIX_PATH, /usr, /usr/local, /opt/libtorch), and what the build needs.
+#
+#   tools/realcode.sh                                  # everything
+#   tools/realcode.sh --verbose --json-out rc.json     # every miss and FP, and the numbers as JSON
+#   tools/realcode.sh --no-gate Lehdari/DooT2          # one repository, report only
+#   python3 test/realcode/score.py --help              # every option
+# Environment: BUILD_DIR, JOBS (default nproc), MPNANNY_REALCODE_MIRROR, MPNANNY_REALCODE_SRC,
+# SKIP_FETCH=1, SKIP_BUILD=1 (score with the mpnanny-check already in BUILD_DIR).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build}
+jobs=${JOBS:-$(nproc)}
+if [ "${SKIP_FETCH:-0}" != 1 ]; then
+  # A repository it cannot bring is reported again by the scorer, as bad input (exit 2).
+  bash test/realcode/fetch.sh || echo "realcode.sh: fetch.sh did not bring every repository" >&2
+fi
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  fi
+  ninja -C "$build" -j "$jobs" mpnanny-check
+fi
+set +e
+python3 test/realcode/score.py --mpnanny-check "$build/bin/mpnanny-check" -j "$jobs" "$@"
+exit $?
