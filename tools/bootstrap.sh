@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Installs, only when missing, the Debian 12 packages that mpnanny's build and tests need.
-# Idempotent and quiet when everything is already there.
+# Installs, only when missing, the Debian packages that mpnanny's build and tests need:
+# Debian 12's (LLVM 16, LibTorch 1.13) or, inside the root of tools/debian13.sh, Debian 13's
+# (LLVM 19, LibTorch 2.6). Idempotent and quiet when everything is already there.
 set -euo pipefail
 
+codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+case "$codename" in
+  trixie) llvm=19 ;;
+  *) llvm=16 ;;
+esac
 packages=(
-  clang-16 clang-tidy-16 libclang-16-dev llvm-16-dev llvm-16-tools
-  libclang-rt-16-dev
+  clang-$llvm clang-tidy-$llvm libclang-$llvm-dev llvm-$llvm-dev llvm-$llvm-tools
+  libclang-rt-$llvm-dev
   libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libtorch-dev
   libgtest-dev libgmock-dev libbenchmark-dev libdw-dev libunwind-dev
   cmake ninja-build g++ python3 python3-yaml python3-jsonschema python3-pygments clang-format-16
 )
+# A debootstrap root starts bare: clang++-19 needs libomp for OpenMP, npm needs certificates.
+[ "$codename" = trixie ] && packages+=(libomp-$llvm-dev ca-certificates file)
 # Extra groups a caller can ask for: `bootstrap.sh browser` adds what the report tests need.
 for extra in "$@"; do
   case "$extra" in
@@ -20,8 +28,11 @@ for extra in "$@"; do
 done
 
 missing=()
+# One dpkg-query for all: the packages it does not list as installed are missing.
+installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null |
+              awk '$NF == "installed" { print $1 }')
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  grep -qxF "$p" <<<"$installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

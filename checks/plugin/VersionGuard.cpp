@@ -61,8 +61,8 @@ __attribute__((constructor)) void loadChecksIfVersionMatches() {
   if (Running != MPNANNY_CLANG_MAJOR) {
     std::fprintf(stderr,
                  "error: libmpnanny-tidy.so was built for clang-tidy %d, but it was loaded into "
-                 "clang-tidy %s%s%s; run clang-tidy-%d --load=... instead "
-                 "(on Debian 12 /usr/bin/clang-tidy is version 14)\n",
+                 "clang-tidy %s%s%s; run clang-tidy-%d --load=... instead, or build mpnanny "
+                 "against that clang-tidy's LLVM (-DMPNANNY_LLVM_VERSION=, 16 to 19)\n",
                  MPNANNY_CLANG_MAJOR,
                  Running ? std::to_string(Running).c_str() : "of an unknown version",
                  Library.empty() ? "" : " (", Library.empty() ? "" : (Library + ")").c_str(),

@@ -17,6 +17,7 @@ config.substitutions.append(("%rules", os.path.join(config.mpnanny_source_dir, "
 config.substitutions.append(("%mpnanny_check", config.mpnanny_check))
 config.substitutions.append(("%clang_tidy", config.clang_tidy))
 config.substitutions.append(("%old_clang_tidy", config.old_clang_tidy))
+config.substitutions.append(("%llvm_major", config.llvm_major))
 config.substitutions.append(("%plugin", config.mpnanny_plugin))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))

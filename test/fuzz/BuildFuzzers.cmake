@@ -1,11 +1,11 @@
-# cmake -DSOURCE=... -DBINARY=... -DCXX=clang++-16 -DCC=clang-16 -DSCANNER_LIBS=a|b|c
-#       -DGENERATOR=Ninja -P BuildFuzzers.cmake
+# cmake -DSOURCE=... -DBINARY=... -DCXX=clang++-N -DCC=clang-N -DSCANNER_LIBS=a|b|c
+#       -DGENERATOR=Ninja -DLLVM_DIR=... -P BuildFuzzers.cmake
 # Configures and builds the fuzzers (clang-build/) with Clang, whatever compiler the main build uses.
 string(REPLACE "|" ";" scanner_libs "${SCANNER_LIBS}")
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -G ${GENERATOR}
           -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_C_COMPILER=${CC}
-          "-DMPNANNY_SCANNER_LIBS=${scanner_libs}"
+          "-DMPNANNY_SCANNER_LIBS=${scanner_libs}" -DLLVM_DIR=${LLVM_DIR}
   RESULT_VARIABLE configured)
 if(NOT configured EQUAL 0)
   message(FATAL_ERROR "configuring the fuzzers failed (${configured})")
