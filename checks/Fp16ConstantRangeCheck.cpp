@@ -62,6 +62,16 @@ static bool overflows(double V, kb::Format F) {
   return std::isfinite(V) && std::fabs(V) > limitsOf(F).Max;
 }
 
+/// The format of a module's or optimizer's state where its options are set: the parameters'
+/// type, half only in a model converted to half (under autocast the parameters are fp32).
+static std::optional<kb::Format> parameterStateFormat(const PrecisionReason &Why) {
+  if (Why.Value == kb::Precision::FP16)
+    return kb::Format::FP16;
+  if (Why.Value == kb::Precision::BF16)
+    return kb::Format::BF16;
+  return std::nullopt;
+}
+
 /// The first constant E may hold (written there, or reaching it through a local, a
 /// parameter or a member: ValueFlow.h) that Hazard accepts.
 static std::optional<FlowValue> hazardousValue(const Expr *E, ASTContext &Ctx,
@@ -138,16 +148,11 @@ void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, AS
       knowledgeBase()->findOption(Method->getParent()->getName().str(), Method->getName().str());
   if (!Option)
     return;
-  // Options configure modules and optimizers whose state has the parameters' type:
-  // half only in a model converted to half, not under autocast (fp32 parameters).
   PrecisionReason Why = precisionContext(Ctx).at(Call);
-  kb::Format Format;
-  if (Why.Value == kb::Precision::FP16)
-    Format = kb::Format::FP16;
-  else if (Why.Value == kb::Precision::BF16)
-    Format = kb::Format::BF16;
-  else
+  std::optional<kb::Format> Parameters = parameterStateFormat(Why);
+  if (!Parameters)
     return;
+  const kb::Format Format = *Parameters;
   auto V = hazardousValue(Call.getArg(0), Ctx, [&](double X) {
     return flushesToZero(X, Format) || overflows(X, Format);
   });
@@ -244,16 +249,8 @@ void Fp16ConstantRangeCheck::checkOptionDefaults(const Expr &Call,
     Why = PrecisionReason{Of->Value == kb::Format::BF16 ? kb::Precision::BF16 : kb::Precision::FP16,
                           Of->Where, Of->Why};
   }
-  if (!Format) {
-    // A module built with options: its state has the parameters' type, half only in a model
-    // converted to half (not under autocast, whose parameters are fp32).
-    if (Why.Value == kb::Precision::FP16)
-      Format = kb::Format::FP16;
-    else if (Why.Value == kb::Precision::BF16)
-      Format = kb::Format::BF16;
-    else
-      return;
-  }
+  if (!Format && !(Format = parameterStateFormat(Why)))
+    return;
   for (const Expr *Arg : Args) {
     auto Written = optionsWritten(Arg, ValueFlow::get(Ctx));
     if (!Written)
