@@ -1,7 +1,7 @@
 // A small attention classifier, written the way many LibTorch models are: it trains
 // in fp16 on a GPU and in fp32 on a CPU. It carries hazards mpnanny is built to find
-// (a -1e9 mask fill, a softmax without an fp32 accumulation dtype) next to safe code
-// (LayerNorm's eps of 1e-12: LibTorch's fused kernel adds it in float, not in half).
+// (a -1e9 mask fill, a backward pass without loss scaling) next to safe code (LayerNorm's eps
+// of 1e-12, added in float by its kernel; an fp16 softmax used only as attention weights).
 #include <mpnanny/Nanny.h>
 #include <torch/torch.h>
 

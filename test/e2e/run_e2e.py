@@ -109,7 +109,10 @@ def verify_example(args):
     manual = [s for s in sites if "torch::log(torch::softmax(logits" in text_of(s)]
     scaler = [s for s in sites if s["check"] == "mpnanny-missing-grad-scaler"]
     expect(len(mask) == 1, "one masked_fill(-1e9) site, got %s" % mask)
-    expect(len(softmax) == 1, "one softmax site in the attention block, got %s" % softmax)
+    # Attention weights in fp16 are no hazard (a weight rounded to 0 adds nothing to the
+    # weighted sum): softmax-dtype reports probabilities that reach a cumsum, a division or
+    # a comparison, and this one reaches a matmul.
+    expect(softmax == [], "no softmax site in the attention block (attention weights), got %s" % softmax)
     expect(len(manual) >= 1, "the hand-written loss (EXAMPLE_LOSS=manual) is flagged")
     if FAILURES:
         return
@@ -131,10 +134,6 @@ def verify_example(args):
     row = "CONFIRMED    train_attention.cpp:%d" % mask[0]["line"]
     expect(row in stderr, "the table shows %r" % row)
 
-    s = found[softmax[0]["id"]]
-    expect(s["verdict"] == "NOT_OBSERVED", "the softmax, fine at run time, is NOT_OBSERVED: %s" % s)
-    expect(s["steps_observed"] == 3 and s["worst_headroom"] > 2 and s["first_step"] is None,
-           "observed on all 3 steps with headroom: %s" % s)
     # loss.backward() without loss scaling: its check names no op; the backward pass it starts
     # shows gradients that fp16 flushes to 0.
     for n in scaler:

@@ -2,6 +2,13 @@
 # is checked without reconfiguring). Each file takes the .clang-format nearest to it.
 file(GLOB_RECURSE files LIST_DIRECTORIES false
   ${LAYER}/*.cpp ${LAYER}/*.h ${LAYER}/*.cc ${LAYER}/*.hpp ${LAYER}/*.cu ${LAYER}/*.cuh)
+# A link is another layer's file (runtime/include/mpnanny/Vocabulary.h is common/'s): it is
+# checked there, with that layer's style.
+foreach(file ${files})
+  if(IS_SYMLINK ${file})
+    list(REMOVE_ITEM files ${file})
+  endif()
+endforeach()
 list(SORT files)
 list(LENGTH files count)
 if(count EQUAL 0)
