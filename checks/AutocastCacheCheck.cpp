@@ -135,6 +135,15 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
     CacheDisabled = autocastCacheDisabled(Ctx);
   if (*CacheDisabled)
     return;
+  // Autocast caches casts of fp32 leaves only (autocast_mode.cpp, can_try_cache): an
+  // optimizer over half or bf16 parameters updates weights that were never cached.
+  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call); Step && Member) {
+    const Expr *Optimizer = scalerMethod(*Call) && Call->getNumArgs() >= 1
+                                ? Call->getArg(0)
+                                : Member->getImplicitObjectArgument();
+    if (optimizerParameterFormat(Optimizer, Context, Ctx))
+      return;
+  }
 
   unsigned StepAt = orderOf(*Call, SM);
   const Stmt *Loop = trainingLoopAround(*Call, Ctx);
@@ -177,6 +186,10 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
   }
 
   PrecisionReason Why = Context.at(*Forward);
+  // Autocast switched on in another file: its training loop is not seen here, so "nothing
+  // clears the cache" holds only if nothing in the project does.
+  if (Why.Elsewhere.valid() && Context.projectClearsAutocastCache())
+    return;
   std::string What = "the optimizer's step";
   if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {
     QualType T = Member->getImplicitObjectArgument()->IgnoreParenImpCasts()->getType();

@@ -6,6 +6,7 @@
 #include "TrainingStep.h"
 
 #include "TorchCalls.h"
+#include "ValueFlow.h"
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ParentMapContext.h"
@@ -13,8 +14,9 @@
 
 namespace clang::tidy::mpnanny {
 
-/// `model->to(torch::kHalf)` conversions of the module variable V in F; the last one wins.
-static std::optional<ParameterFormat> moduleConversionIn(const VarDecl &V, const FunctionDecl &F,
+/// `model->to(torch::kHalf)` conversions of the module V (a variable or a member) in F;
+/// the last one wins.
+static std::optional<ParameterFormat> moduleConversionIn(const ValueDecl &V, const FunctionDecl &F,
                                                          ASTContext &Ctx) {
   const SourceManager &SM = Ctx.getSourceManager();
   std::optional<ParameterFormat> Last;
@@ -24,7 +26,7 @@ static std::optional<ParameterFormat> moduleConversionIn(const VarDecl &V, const
     if (!Member || !Member->getMethodDecl() || !Member->getMethodDecl()->getIdentifier() ||
         Member->getMethodDecl()->getName() != "to" ||
         Member->getMethodDecl()->getParent()->getQualifiedNameAsString() != "torch::nn::Module" ||
-        rootVariable(Member->getImplicitObjectArgument()) != &V)
+        rootDeclaration(Member->getImplicitObjectArgument()) != &V)
       return;
     for (const Expr *Arg : Member->arguments())
       if (auto D = dtypeNamedIn(Arg)) {
@@ -37,9 +39,32 @@ static std::optional<ParameterFormat> moduleConversionIn(const VarDecl &V, const
         break;
       }
   });
-  if (Last && Last->Value == kb::Format::FP32)
-    return std::nullopt;
   return Last;
+}
+
+/// The conversions of a module: in F, else, for a member, in the other methods of its
+/// class (`void to_half() { net_->to(torch::kHalf); }`), when they agree.
+static std::optional<ParameterFormat> moduleConversionOf(const ValueDecl &Module,
+                                                         const FunctionDecl &F, ASTContext &Ctx) {
+  if (auto InF = moduleConversionIn(Module, F, Ctx))
+    return InF;
+  const auto *Field = dyn_cast<FieldDecl>(&Module);
+  const auto *Class = Field ? dyn_cast<CXXRecordDecl>(Field->getParent()) : nullptr;
+  if (!Class)
+    return std::nullopt;
+  std::optional<ParameterFormat> Found;
+  for (const CXXMethodDecl *M : Class->methods()) {
+    const FunctionDecl *Def = M->getDefinition();
+    if (!Def || Def == &F || !Def->getBody())
+      continue;
+    auto R = moduleConversionIn(Module, *Def, Ctx);
+    if (!R)
+      continue;
+    if (Found && Found->Value != R->Value)
+      return std::nullopt; // converted both ways: which one the optimizer sees is not known
+    Found = R;
+  }
+  return Found;
 }
 
 static std::optional<ParameterFormat> parameterFormatImpl(const Expr *Params, const FunctionDecl &F,
@@ -54,6 +79,18 @@ static std::optional<ParameterFormat> elementsFormat(llvm::ArrayRef<const Expr *
   const SourceManager &SM = Ctx.getSourceManager();
   std::optional<ParameterFormat> Half;
   for (const Expr *E : Elements) {
+    if (!isTensorType(E->getType())) {
+      // A parameter group: the format of its list.
+      const Expr *List = stripImplicit(E);
+      if (const auto *CE = dyn_cast<CXXConstructExpr>(List); CE && CE->getNumArgs() >= 1)
+        List = CE->getArg(0);
+      auto R = parameterFormatImpl(List, F, Context, Ctx, Depth + 1);
+      if (!R || R->Value == kb::Format::FP32)
+        return std::nullopt; // an fp32 or unknown group: not all of it is half
+      if (!Half)
+        Half = R;
+      continue;
+    }
     std::optional<kb::Format> Known = Context.knownFormat(E);
     if (!Known) {
       // `for (auto &p : model->parameters()) list.push_back(p)`
@@ -78,13 +115,23 @@ static std::optional<ParameterFormat> elementsFormat(llvm::ArrayRef<const Expr *
   return Half;
 }
 
+/// `model->parameters()`, also as the one argument of an OptimizerParamGroup.
+static bool isParameterList(const Expr *E) {
+  E = stripImplicit(E);
+  if (const auto *CE = dyn_cast_or_null<CXXConstructExpr>(E); CE && CE->getNumArgs() >= 1)
+    E = stripImplicit(CE->getArg(0));
+  const auto *Member = dyn_cast_or_null<CXXMemberCallExpr>(E);
+  return Member && Member->getMethodDecl() && Member->getMethodDecl()->getIdentifier() &&
+         Member->getMethodDecl()->getName() == "parameters";
+}
+
 static void collectElements(const Expr *E, llvm::SmallVectorImpl<const Expr *> &Out) {
   E = stripImplicit(E);
   if (!E)
     return;
   if (const auto *IL = dyn_cast<InitListExpr>(E)) {
     for (const Expr *Init : IL->inits())
-      if (isTensorType(Init->getType()))
+      if (isTensorType(Init->getType()) || isParameterList(Init))
         Out.push_back(Init);
       else
         collectElements(Init, Out);
@@ -121,9 +168,12 @@ static std::optional<ParameterFormat> parameterFormatImpl(const Expr *Params, co
         N = "parameters";
         Object = Inner->getImplicitObjectArgument();
       }
-    if (N == "parameters")
-      if (const VarDecl *Model = rootVariable(Object))
-        return moduleConversionIn(*Model, F, Ctx);
+    if (N != "parameters")
+      return std::nullopt;
+    // The instance, not its class: a project may train one Net in fp32 and run another
+    // in half.
+    if (const ValueDecl *Model = rootDeclaration(Object))
+      return moduleConversionOf(*Model, F, Ctx);
     return std::nullopt;
   }
   llvm::SmallVector<const Expr *, 8> Elements;
@@ -184,6 +234,28 @@ const Expr *constructedOptimizerParameters(const Expr *Construction) {
           isOptimizerRecord(Args->get(0).getAsType()->getAsCXXRecordDecl()))
         return Call->getArg(0);
   return nullptr;
+}
+
+std::optional<ParameterFormat>
+optimizerParameterFormat(const Expr *Optimizer, const PrecisionContext &Context, ASTContext &Ctx) {
+  std::vector<const Expr *> Constructions;
+  const ValueDecl *D = rootDeclaration(Optimizer);
+  if (const auto *V = dyn_cast_or_null<VarDecl>(D); V && V->isLocalVarDecl() && V->getInit())
+    Constructions.push_back(V->getInit());
+  else if (const auto *Field = dyn_cast_or_null<FieldDecl>(D))
+    Constructions = ValueFlow::get(Ctx).valuesAssignedTo(*Field);
+  std::optional<ParameterFormat> Result;
+  for (const Expr *Construction : Constructions) {
+    const Expr *Params = constructedOptimizerParameters(Construction);
+    const FunctionDecl *F = Context.enclosingFunction(*Construction);
+    if (!Params || !F)
+      return std::nullopt;
+    auto R = parameterFormat(Params, *F, Context, Ctx);
+    if (!R || (Result && Result->Value != R->Value))
+      return std::nullopt;
+    Result = R;
+  }
+  return Result;
 }
 
 const Expr *optimizerParameters(const Expr *Optimizer) {

@@ -1,6 +1,8 @@
 //===--- PrecisionContext.cpp - mpnanny ------------------------------------===//
 #include "PrecisionContext.h"
 
+#include "ValueFlow.h"
+
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/RecursiveASTVisitor.h"
@@ -255,7 +257,10 @@ bool PrecisionContext::collectAutocastCall(const CallExpr &Call, ModelFunction &
         {OffsetOf(Call.getBeginLoc()), On, Format::FP16, SeenAt(Call.getBeginLoc())});
     Pending.push_back({F.Toggles.size() - 1, Cpu});
   };
-  if (N == "set_enabled")
+  if (N == "clear_cache") {
+    if (!F.ClearsAutocastCache)
+      F.ClearsAutocastCache = SeenAt(Call.getBeginLoc());
+  } else if (N == "set_enabled")
     Switch(ArgBool(0), false);
   else if (N == "set_cpu_enabled")
     Switch(ArgBool(0), true);
@@ -520,6 +525,15 @@ PrecisionContext::moduleConversionReason(const CXXRecordDecl *RD) const {
   return Model.classPrecision(keyOf(RD->getCanonicalDecl()));
 }
 
+bool PrecisionContext::projectClearsAutocastCache() const {
+  if (Facts && !Facts->AutocastCacheClears.empty())
+    return true;
+  for (const auto &[Key, F] : Model.Functions)
+    if (F.ClearsAutocastCache)
+      return true;
+  return false;
+}
+
 std::optional<Format> PrecisionContext::moduleConversion(const CXXRecordDecl *RD) const {
   if (!RD)
     return std::nullopt;
@@ -565,6 +579,8 @@ UnitFacts PrecisionContext::exportFacts() const {
       Fill(C.Where);
     for (auto &G : F.Guards)
       Fill(G.Where);
+    if (F.ClearsAutocastCache)
+      Fill(*F.ClearsAutocastCache);
     U.Functions.push_back(std::move(F));
   }
   for (const auto &[Key, C] : Model.Converted) {
@@ -587,6 +603,21 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
     return std::nullopt;
   E = ignoreConversions(E);
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    if (const auto *Param = dyn_cast<ParmVarDecl>(Ref->getDecl())) {
+      // `_norm(x.to(torch::kFloat))`: a parameter has the format every caller in this
+      // unit gives it, when they all agree.
+      auto Arguments = ValueFlow::get(Ctx).argumentsPassedFor(*Param);
+      if (!Arguments)
+        return std::nullopt;
+      std::optional<Format> Agreed;
+      for (const Expr *Arg : *Arguments) {
+        auto F = knownFormatImpl(Arg, Depth + 1);
+        if (!F || (Agreed && F != Agreed))
+          return std::nullopt;
+        Agreed = F;
+      }
+      return Agreed;
+    }
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
     if (Var && Var->isLocalVarDecl() && Var->getInit())
       return knownFormatImpl(Var->getInit(), Depth + 1);

@@ -64,6 +64,10 @@ public:
   /// The same with where and why, for a finding's note.
   std::optional<PrecisionReason> moduleConversionReason(const CXXRecordDecl *RD) const;
 
+  /// Whether anything in the project (this unit, or the facts of the others) calls
+  /// at::autocast::clear_cache().
+  bool projectClearsAutocastCache() const;
+
   /// The dtype a value names: a torch dtype constant, or a member or variable given a half
   /// dtype somewhere in the project (`dtype_ = torch::kHalf`, a config field).
   std::optional<kb::Format> dtypeOf(const Expr *E) const;

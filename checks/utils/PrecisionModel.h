@@ -81,6 +81,8 @@ struct ModelFunction {
   std::vector<ModelToggle> Toggles; ///< autocast switches written in the body
   std::vector<ModelCall> Calls;
   std::vector<ModelGuard> Guards;
+  /// Where the body calls at::autocast::clear_cache(), if it does.
+  std::optional<Seen> ClearsAutocastCache;
 
   // Resolved by PrecisionModel::resolve().
   std::vector<ModelToggle> Effective;   ///< own switches, callees' and guards', in order

@@ -107,6 +107,8 @@ Value functionJson(const ModelFunction &F) {
                             {"end", G.ScopeEnd},
                             {"constructor", G.Constructor},
                             {"where", placeJson(G.Where.At)}});
+  if (F.ClearsAutocastCache)
+    O["clears_autocast_cache"] = placeJson(F.ClearsAutocastCache->At);
   O["toggles"] = std::move(Toggles);
   O["calls"] = std::move(Calls);
   O["guards"] = std::move(Guards);
@@ -123,6 +125,8 @@ ModelFunction functionFrom(const std::string &Key, const Object &O, Reader &R) {
     F.Marker = formatSeenFrom(*M, R);
   if (const Object *C = O.getObject("converts"))
     F.ConvertsThis = formatSeenFrom(*C, R);
+  if (const Value *Clear = O.get("clears_autocast_cache"))
+    F.ClearsAutocastCache = Seen{SourceLocation(), placeFrom(Clear)};
   if (const Array *A = O.getArray("toggles"))
     for (const Value &V : *A)
       if (const Object *T = R.object(&V, "a toggle"))
@@ -271,6 +275,9 @@ ProjectFacts ProjectFacts::merge(const std::vector<UnitFacts> &Units) {
     if (E.Inherited || E.NetToggle || E.ConvertsThis)
       Out.Functions[Key] = E;
   }
+  for (const auto &[Key, F] : Model.Functions)
+    if (F.ClearsAutocastCache)
+      Out.AutocastCacheClears.push_back(F.ClearsAutocastCache->At);
   for (const auto &[Key, C] : Model.Converted)
     Out.Classes[Key] = C;
   for (const auto &[Key, D] : Dtypes)
@@ -298,10 +305,14 @@ Value ProjectFacts::toJson() const {
     Cs[Key] = conversionJson(C);
   for (const auto &[Key, D] : Dtypes)
     Ds[Key] = dtypeJson(D);
+  Array Clears;
+  for (const Place &P : AutocastCacheClears)
+    Clears.push_back(placeJson(P));
   return Object{{"version", 1},
                 {"functions", std::move(Fs)},
                 {"classes", std::move(Cs)},
-                {"dtypes", std::move(Ds)}};
+                {"dtypes", std::move(Ds)},
+                {"autocast_cache_clears", std::move(Clears)}};
 }
 
 std::optional<ProjectFacts> ProjectFacts::fromJson(const Value &V, std::string &Error) {
@@ -346,6 +357,9 @@ std::optional<ProjectFacts> ProjectFacts::fromJson(const Value &V, std::string &
     for (const auto &[Key, D] : *Ds)
       if (const Object *DO = R.object(&D, "a dtype"))
         P.Dtypes[Key.str()] = dtypeFrom(*DO, R);
+  if (const Array *Clears = O->getArray("autocast_cache_clears"))
+    for (const Value &C : *Clears)
+      P.AutocastCacheClears.push_back(placeFrom(&C));
   if (R.failed())
     return std::nullopt;
   return P;

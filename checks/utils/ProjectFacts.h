@@ -10,7 +10,8 @@
 //
 // The file (mpnanny-facts.json, next to the compilation database by default):
 //   {"version": 1, "functions": {USR: {"precision", "where", "why", "toggle", "converts"}},
-//    "classes": {USR: {"format", "name", "where"}}, "dtypes": {USR: {"format", "where"}}}
+//    "classes": {USR: {"format", "name", "where"}}, "dtypes": {USR: {"format", "where"}},
+//    "autocast_cache_clears": [place]}
 // Each unit's exported facts are cached beside it (mpnanny-facts.units/) with the files the
 // unit read, so that a rebuild reads again only what changed.
 //
@@ -56,6 +57,9 @@ public:
   std::map<std::string, ExternalFunction> Functions;
   std::map<std::string, Conversion> Classes;
   std::map<std::string, DtypeFact> Dtypes;
+  /// Where the project calls at::autocast::clear_cache(): a unit whose autocast regime is
+  /// set in another file cannot see that file's loop, but can know whether anything clears.
+  std::vector<Place> AutocastCacheClears;
 
   /// Merges every unit's facts into one model, resolves it, and keeps what matters to
   /// another unit: non-fp32 inherited precisions, autocast switches left behind, methods

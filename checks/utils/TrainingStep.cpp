@@ -68,11 +68,16 @@ static bool inSystemHeader(const Decl &D) {
   return D.getASTContext().getSourceManager().isInSystemHeader(D.getLocation());
 }
 
-const VarDecl *rootVariable(const Expr *E) {
+const VarDecl *rootVariable(const Expr *E) { return dyn_cast_or_null<VarDecl>(rootDeclaration(E)); }
+
+const ValueDecl *rootDeclaration(const Expr *E) {
   for (int Depth = 0; E && Depth < 16; ++Depth) {
     E = ignoreConversions(E);
     if (const auto *Ref = dyn_cast<DeclRefExpr>(E))
       return dyn_cast<VarDecl>(Ref->getDecl());
+    if (const auto *M = dyn_cast<MemberExpr>(E);
+        M && isa<CXXThisExpr>(M->getBase()->IgnoreParenImpCasts()))
+      return dyn_cast<FieldDecl>(M->getMemberDecl());
     if (const auto *Member = dyn_cast<CXXMemberCallExpr>(E))
       E = Member->getImplicitObjectArgument();
     else if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E);

@@ -25,6 +25,8 @@ namespace clang::tidy::mpnanny {
 const Expr *stripImplicit(const Expr *E);
 /// The variable at the root of `p`, `p.data()`, `kv.value()`, `*opt`, `model->x`.
 const VarDecl *rootVariable(const Expr *E);
+/// The same, where the root may also be a member of `this` (`_encoder->parameters()`).
+const ValueDecl *rootDeclaration(const Expr *E);
 
 /// Statement order: the file offset of the statement's start after macro expansion.
 unsigned orderOf(const Stmt &S, const SourceManager &SM);
@@ -91,6 +93,10 @@ std::optional<ParameterFormat> parameterFormat(const Expr *Params, const Functio
 /// The parameters argument of an optimizer's construction that `Optimizer` names
 /// (a local built from `torch::optim::Adam(params, ...)` or std::make_shared<Adam>).
 const Expr *optimizerParameters(const Expr *Optimizer);
+/// The format of the parameters of the optimizer `Optimizer` names (a local, or a member
+/// built anywhere in the unit), when every construction of it agrees.
+std::optional<ParameterFormat>
+optimizerParameterFormat(const Expr *Optimizer, const PrecisionContext &Context, ASTContext &Ctx);
 /// The parameters argument of an optimizer construction expression.
 const Expr *constructedOptimizerParameters(const Expr *Construction);
 

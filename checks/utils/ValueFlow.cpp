@@ -277,6 +277,59 @@ void ValueFlow::valuesInto(const Expr *E, FlowValues &Out, const std::string &Vi
   Out.Complete = false;
 }
 
+/// The argument a call (or construction) passes for the parameter at Position of FD;
+/// null where the default is used.
+static const Expr *argumentAt(const Expr &Site, const FunctionDecl &FD, unsigned Position) {
+  const Expr *Arg = nullptr;
+  unsigned Offset = 0;
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(&Site); Op && isa<CXXMethodDecl>(FD))
+    Offset = 1; // the object is argument 0 of a member operator call
+  if (const auto *Call = dyn_cast<CallExpr>(&Site)) {
+    if (Position + Offset < Call->getNumArgs())
+      Arg = Call->getArg(Position + Offset);
+  } else if (const auto *Construct = dyn_cast<CXXConstructExpr>(&Site)) {
+    if (Position < Construct->getNumArgs())
+      Arg = Construct->getArg(Position);
+  }
+  if (!Arg || isa<CXXDefaultArgExpr>(Arg->IgnoreImplicit()))
+    return nullptr;
+  return Arg;
+}
+
+std::optional<std::vector<const Expr *>>
+ValueFlow::argumentsPassedFor(const ParmVarDecl &Param) const {
+  index();
+  const auto *FD = dyn_cast_or_null<FunctionDecl>(Param.getDeclContext());
+  if (!FD)
+    return std::nullopt;
+  auto It = Indexed->Calls.find(FD->getCanonicalDecl());
+  if (It == Indexed->Calls.end() || It->second.empty())
+    return std::nullopt;
+  std::vector<const Expr *> Arguments;
+  for (const Expr *Site : It->second) {
+    const Expr *Arg = argumentAt(*Site, *FD, Param.getFunctionScopeIndex());
+    if (!Arg)
+      return std::nullopt;
+    Arguments.push_back(Arg);
+  }
+  return Arguments;
+}
+
+std::vector<const Expr *> ValueFlow::valuesAssignedTo(const FieldDecl &Field) const {
+  index();
+  std::vector<const Expr *> Values;
+  if (const Expr *Init = Field.getInClassInitializer())
+    Values.push_back(Init);
+  if (const auto *Class = dyn_cast<CXXRecordDecl>(Field.getParent()))
+    for (const CXXConstructorDecl *Ctor : Class->ctors())
+      for (const CXXCtorInitializer *Init : Ctor->inits())
+        if (Init->isWritten() && Init->getMember() == &Field)
+          Values.push_back(Init->getInit());
+  if (auto It = Indexed->MemberWrites.find(&Field); It != Indexed->MemberWrites.end())
+    Values.insert(Values.end(), It->second.begin(), It->second.end());
+  return Values;
+}
+
 void ValueFlow::parameterValues(const ParmVarDecl &Param, FlowValues &Out, const std::string &Via,
                                 int Depth) const {
   index();
@@ -296,18 +349,8 @@ void ValueFlow::parameterValues(const ParmVarDecl &Param, FlowValues &Out, const
     DefaultUsed = true;
   } else {
     for (const Expr *Site : It->second) {
-      const Expr *Arg = nullptr;
-      unsigned Offset = 0;
-      if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Site); Op && isa<CXXMethodDecl>(FD))
-        Offset = 1; // the object is argument 0 of a member operator call
-      if (const auto *Call = dyn_cast<CallExpr>(Site)) {
-        if (Position + Offset < Call->getNumArgs())
-          Arg = Call->getArg(Position + Offset);
-      } else if (const auto *Construct = dyn_cast<CXXConstructExpr>(Site)) {
-        if (Position < Construct->getNumArgs())
-          Arg = Construct->getArg(Position);
-      }
-      if (!Arg || isa<CXXDefaultArgExpr>(Arg->IgnoreImplicit())) {
+      const Expr *Arg = argumentAt(*Site, *FD, Position);
+      if (!Arg) {
         DefaultUsed = true;
         continue;
       }

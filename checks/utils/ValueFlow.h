@@ -60,6 +60,12 @@ public:
   /// function: the expression its uses stand for.
   const Expr *stableInitializer(const VarDecl *Var) const;
   bool isMutated(const VarDecl *Var) const;
+  /// What every call of Param's function in this unit passes for it; nullopt when the unit
+  /// has no call or a call leaves it to the default (the callers elsewhere are not seen).
+  std::optional<std::vector<const Expr *>> argumentsPassedFor(const ParmVarDecl &Param) const;
+  /// Every value this unit gives a member: its in-class initializer, constructors'
+  /// initializers and assignments.
+  std::vector<const Expr *> valuesAssignedTo(const FieldDecl &Field) const;
 
 private:
   void valuesInto(const Expr *E, FlowValues &Out, const std::string &Via, int Depth) const;

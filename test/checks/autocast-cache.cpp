@@ -172,3 +172,39 @@ void fit_once(Net net, mpnanny::GradScaler &scaler, torch::optim::Adam &opt, tor
               torch::Tensor y) {
   single_step(net, scaler, opt, x, y);
 }
+
+// Safe: autocast caches casts of fp32 leaves only, so an optimizer over parameters that
+// the constructor converted to bf16 updates weights that were never cached.
+struct Bf16Trainer {
+  Net net_;
+  std::unique_ptr<torch::optim::AdamW> opt_;
+  Bf16Trainer() {
+    net_->to(torch::kBFloat16);
+    opt_ = std::make_unique<torch::optim::AdamW>(net_->parameters());
+  }
+  void fit(torch::Tensor x, torch::Tensor y) {
+    at::autocast::set_enabled(true);
+    for (int step = 0; step < 100; ++step) {
+      auto loss = torch::mse_loss(net_(x), y);
+      loss.backward();
+      opt_->step();
+    }
+    at::autocast::set_enabled(false);
+  }
+};
+// The same trainer over fp32 parameters reuses stale casts.
+struct Fp32Trainer {
+  Net net_;
+  std::unique_ptr<torch::optim::AdamW> opt_;
+  Fp32Trainer() { opt_ = std::make_unique<torch::optim::AdamW>(net_->parameters()); }
+  void fit(torch::Tensor x, torch::Tensor y) {
+    at::autocast::set_enabled(true);
+    for (int step = 0; step < 100; ++step) {
+      auto loss = torch::mse_loss(net_(x), y);
+      loss.backward();
+      opt_->step();
+// CHECK: :[[@LINE-1]]:13: warning: torch::optim::AdamW::step updates the weights while the autocast-fp16 weight cache survives{{.*}} [mpnanny-autocast-cache]
+    }
+    at::autocast::set_enabled(false);
+  }
+};

@@ -71,3 +71,48 @@ void converted_back(Net net) {
 void fp32_model(Net net) {
   torch::optim::Adam opt(net->parameters());
 }
+
+// Modules held as members, converted in the constructor that builds the optimizer over
+// parameter groups (DooT2's trainer does this).
+struct PureBf16Trainer {
+  Net encoder_, decoder_;
+  std::unique_ptr<torch::optim::AdamW> opt_;
+  PureBf16Trainer() {
+    encoder_->to(torch::kCUDA, torch::kBFloat16);
+    decoder_->to(torch::kCUDA, torch::kBFloat16);
+    opt_ = std::make_unique<torch::optim::AdamW>(std::vector<torch::optim::OptimizerParamGroup>{
+        encoder_->parameters(), decoder_->parameters()});
+// CHECK: :[[@LINE-2]]:12: warning: torch::optim::AdamW updates bf16 parameters in place with no fp32 master copy{{.*}} [mpnanny-master-weights]
+// CHECK: :[[@LINE-5]]:5: note: bf16 context: the model 'encoder_' is converted to bf16 here
+  }
+};
+
+// A member converted in another method of the unit: the class is bf16 wherever it is used.
+struct LaterConverted {
+  Net net_;
+  void to_bf16() { net_->to(torch::kBFloat16); }
+  void make_optimizer() {
+    torch::optim::Adam opt(net_->parameters());
+// CHECK: :[[@LINE-1]]:24: warning: torch::optim::Adam updates bf16 parameters in place{{.*}} [mpnanny-master-weights]
+  }
+};
+
+// Safe: one group stays fp32 (the decoder is never converted), so the optimizer is not
+// pure half; and a converted member that is not the one optimized.
+struct MixedGroups {
+  Net encoder_;
+  torch::nn::Linear head_{4, 4};
+  MixedGroups() {
+    encoder_->to(torch::kHalf);
+    torch::optim::AdamW opt(std::vector<torch::optim::OptimizerParamGroup>{
+        encoder_->parameters(), head_->parameters()});
+  }
+};
+struct OtherMemberConverted {
+  Net teacher_;
+  torch::nn::Linear student_{4, 4};
+  OtherMemberConverted() {
+    teacher_->to(torch::kHalf);
+    torch::optim::SGD opt(student_->parameters(), torch::optim::SGDOptions(0.1));
+  }
+};

@@ -89,3 +89,25 @@ torch::Tensor autocast_rms(torch::Tensor q, torch::Tensor k, torch::Tensor x) {
 torch::Tensor fp32_only(torch::Tensor x) {
   return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6) + x.var(-1, false, true);
 }
+
+// The statistic in a helper: its parameter has the format every call site gives it.
+struct LlamaNormImpl : torch::nn::Module {
+  torch::Tensor weight;
+  torch::Tensor norm_(torch::Tensor x) { return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6); }
+  torch::Tensor forward(torch::Tensor x) {
+    return weight * norm_(x.to(torch::kFloat)).to(x.scalar_type());
+  }
+};
+TORCH_MODULE(LlamaNorm);
+struct HalfHelperNormImpl : torch::nn::Module {
+  torch::Tensor norm_(torch::Tensor x) { return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6); }
+// CHECK: :[[@LINE-1]]:75: warning: hand-written normalization statistic in fp16: 'x.pow(2)'{{.*}} [mpnanny-norm-in-half]
+  torch::Tensor forward(torch::Tensor x) { return norm_(x) + norm_(x.to(torch::kFloat)); }
+};
+TORCH_MODULE(HalfHelperNorm);
+void build_helpers() {
+  LlamaNorm a;
+  a->to(torch::kHalf);
+  HalfHelperNorm b;
+  b->to(torch::kHalf);
+}

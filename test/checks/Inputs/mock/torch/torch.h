@@ -604,6 +604,10 @@ struct SGDOptions {
   SGDOptions(double lr) {}
   TORCH_ARG(double, momentum) = 0;
 };
+class OptimizerParamGroup {
+public:
+  OptimizerParamGroup(std::vector<Tensor> params) {}
+};
 class Optimizer {
 public:
   void step();
@@ -612,10 +616,12 @@ public:
 class Adam : public Optimizer {
 public:
   Adam(std::vector<Tensor> params, AdamOptions defaults = {}) {}
+  Adam(std::vector<OptimizerParamGroup> groups, AdamOptions defaults = {}) {}
 };
 class AdamW : public Optimizer {
 public:
   AdamW(std::vector<Tensor> params, AdamWOptions defaults = {}) {}
+  AdamW(std::vector<OptimizerParamGroup> groups, AdamWOptions defaults = {}) {}
 };
 class SGD : public Optimizer {
 public:
