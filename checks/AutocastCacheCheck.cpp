@@ -3,8 +3,8 @@
 
 #include "utils/TorchCalls.h"
 #include "utils/TrainingStep.h"
+#include "utils/ValueFlow.h"
 #include "clang/AST/ParentMapContext.h"
-#include "clang/AST/RecursiveASTVisitor.h"
 
 using namespace clang::ast_matchers;
 
@@ -60,8 +60,6 @@ void AutocastCacheCheck::onStartOfTranslationUnit() {
   MpnannyCheck::onStartOfTranslationUnit();
   CacheDisabled.reset();
   Reported.clear();
-  CallSites.clear();
-  CallSitesCollected = false;
 }
 
 /// The training loop around a statement of its function: the innermost loop that
@@ -81,39 +79,8 @@ static const Stmt *trainingLoopAround(const Stmt &S, ASTContext &Ctx) {
   return nullptr;
 }
 
-namespace {
-class CallSiteCollector : public RecursiveASTVisitor<CallSiteCollector> {
-public:
-  CallSiteCollector(const SourceManager &SM,
-                    llvm::DenseMap<const FunctionDecl *, std::vector<const CallExpr *>> &Sites)
-      : SM(SM), Sites(Sites) {}
-  bool TraverseDecl(Decl *D) {
-    if (D && !isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
-        SM.isInSystemHeader(D->getLocation()))
-      return true;
-    return RecursiveASTVisitor::TraverseDecl(D);
-  }
-  bool VisitCallExpr(CallExpr *C) {
-    if (const FunctionDecl *Callee = C->getDirectCallee())
-      Sites[Callee->getCanonicalDecl()].push_back(C);
-    return true;
-  }
-
-private:
-  const SourceManager &SM;
-  llvm::DenseMap<const FunctionDecl *, std::vector<const CallExpr *>> &Sites;
-};
-} // namespace
-
 bool AutocastCacheCheck::calledInUnclearedLoop(const FunctionDecl &F, ASTContext &Ctx) {
-  if (!CallSitesCollected) {
-    CallSiteCollector(Ctx.getSourceManager(), CallSites).TraverseDecl(Ctx.getTranslationUnitDecl());
-    CallSitesCollected = true;
-  }
-  auto It = CallSites.find(F.getCanonicalDecl());
-  if (It == CallSites.end())
-    return false;
-  for (const CallExpr *Site : It->second)
+  for (const Expr *Site : ValueFlow::get(Ctx).callsOf(F))
     if (const Stmt *Loop = trainingLoopAround(*Site, Ctx); Loop && !clearsAutocastCache(*Loop))
       return true;
   return false;
@@ -186,9 +153,10 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
   }
 
   PrecisionReason Why = Context.at(*Forward);
-  // Autocast switched on in another file: its training loop is not seen here, so "nothing
-  // clears the cache" holds only if nothing in the project does.
-  if (Why.Elsewhere.valid() && Context.projectClearsAutocastCache())
+  // Autocast switched on in another file (or declared for the project): the loop that drives
+  // it is not seen here, so "nothing clears the cache" holds only if nothing in the project
+  // does.
+  if ((Why.Elsewhere.valid() || Why.Where.isInvalid()) && Context.projectClearsAutocastCache())
     return;
   std::string What = "the optimizer's step";
   if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {

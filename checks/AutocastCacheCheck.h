@@ -24,8 +24,6 @@ public:
 private:
   bool calledInUnclearedLoop(const FunctionDecl &F, ASTContext &Ctx);
   std::optional<bool> CacheDisabled;
-  llvm::DenseMap<const FunctionDecl *, std::vector<const CallExpr *>> CallSites;
-  bool CallSitesCollected = false;
   llvm::SmallPtrSet<const Stmt *, 4> Reported; ///< loops already reported
 };
 

@@ -1,6 +1,7 @@
 //===--- PrecisionContext.cpp - mpnanny ------------------------------------===//
 #include "PrecisionContext.h"
 
+#include "UserCodeVisitor.h"
 #include "ValueFlow.h"
 
 #include "clang/AST/DeclCXX.h"
@@ -54,15 +55,9 @@ Format lowerFormat(Format A, Format B) {
 
 /// Walks the user code of a translation unit, never entering system headers
 /// (LibTorch and the standard library are included with -isystem).
-class UserFunctionCollector : public RecursiveASTVisitor<UserFunctionCollector> {
+class UserFunctionCollector : public UserCodeVisitor<UserFunctionCollector> {
 public:
-  explicit UserFunctionCollector(const SourceManager &SM) : SM(SM) {}
-  bool TraverseDecl(Decl *D) {
-    if (D && !isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
-        SM.isInSystemHeader(D->getLocation()))
-      return true;
-    return RecursiveASTVisitor::TraverseDecl(D);
-  }
+  explicit UserFunctionCollector(const SourceManager &SM) : UserCodeVisitor(SM) {}
   bool VisitFunctionDecl(FunctionDecl *FD) {
     if (!FD->doesThisDeclarationHaveABody() || !FD->getBody())
       return true;
@@ -79,9 +74,6 @@ public:
   }
   std::vector<const FunctionDecl *> Found;
   std::vector<const CXXRecordDecl *> Records;
-
-private:
-  const SourceManager &SM;
 };
 
 /// The module class a field holds: torch::nn::ModuleHolder<X> (or a TORCH_MODULE

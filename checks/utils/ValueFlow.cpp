@@ -1,6 +1,8 @@
 //===--- ValueFlow.cpp - mpnanny -------------------------------------------===//
 #include "ValueFlow.h"
 
+#include "UserCodeVisitor.h"
+
 #include "TorchCalls.h"
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ExprCXX.h"
@@ -28,15 +30,9 @@ struct ValueFlow::Index {
 namespace {
 
 /// The user code's calls and member writes, never entering system headers.
-class IndexBuilder : public RecursiveASTVisitor<IndexBuilder> {
+class IndexBuilder : public UserCodeVisitor<IndexBuilder> {
 public:
-  IndexBuilder(const SourceManager &SM, ValueFlow::Index &Out) : SM(SM), Out(Out) {}
-  bool TraverseDecl(Decl *D) {
-    if (D && !isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
-        SM.isInSystemHeader(D->getLocation()))
-      return true;
-    return RecursiveASTVisitor::TraverseDecl(D);
-  }
+  IndexBuilder(const SourceManager &SM, ValueFlow::Index &Out) : UserCodeVisitor(SM), Out(Out) {}
   bool VisitCallExpr(CallExpr *Call) {
     if (const FunctionDecl *Callee = Call->getDirectCallee())
       Out.Calls[Callee->getCanonicalDecl()].push_back(Call);
@@ -76,7 +72,6 @@ private:
       Out.MemberChangedInPlace.insert(Field);
   }
 
-  const SourceManager &SM;
   ValueFlow::Index &Out;
 };
 
@@ -294,6 +289,13 @@ static const Expr *argumentAt(const Expr &Site, const FunctionDecl &FD, unsigned
   if (!Arg || isa<CXXDefaultArgExpr>(Arg->IgnoreImplicit()))
     return nullptr;
   return Arg;
+}
+
+const std::vector<const Expr *> &ValueFlow::callsOf(const FunctionDecl &F) const {
+  static const std::vector<const Expr *> None;
+  index();
+  auto It = Indexed->Calls.find(F.getCanonicalDecl());
+  return It == Indexed->Calls.end() ? None : It->second;
 }
 
 std::optional<std::vector<const Expr *>>

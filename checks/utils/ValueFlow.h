@@ -60,6 +60,8 @@ public:
   /// function: the expression its uses stand for.
   const Expr *stableInitializer(const VarDecl *Var) const;
   bool isMutated(const VarDecl *Var) const;
+  /// The calls (and constructions) of F in this unit's user code.
+  const std::vector<const Expr *> &callsOf(const FunctionDecl &F) const;
   /// What every call of Param's function in this unit passes for it; nullopt when the unit
   /// has no call or a call leaves it to the default (the callers elsewhere are not seen).
   std::optional<std::vector<const Expr *>> argumentsPassedFor(const ParmVarDecl &Param) const;

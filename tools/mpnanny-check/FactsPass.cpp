@@ -73,8 +73,20 @@ std::optional<Stamp> stampOf(const std::string &Path) {
                                      .count()};
 }
 
+/// The program that reads the units: a rebuilt mpnanny-check may export facts the cached ones
+/// lack, so its own stamp is part of every entry's key.
+const std::string &readerIdentity() {
+  static const std::string Identity = [] {
+    static int Anchor;
+    std::string Self = llvm::sys::fs::getMainExecutable(nullptr, &Anchor);
+    auto S = stampOf(Self);
+    return Self + " " + (S ? std::to_string(S->Size) + " " + std::to_string(S->Modified) : "");
+  }();
+  return Identity;
+}
+
 std::string commandText(const std::vector<tooling::CompileCommand> &Commands) {
-  std::string Text;
+  std::string Text = readerIdentity() + "\n";
   for (const auto &C : Commands) {
     Text += C.Directory + "\n";
     for (const auto &A : C.CommandLine)
