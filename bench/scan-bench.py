@@ -19,6 +19,12 @@ depend on the machine. Python 3 standard library only.
 
   bench/scan-bench.py --build build            # full run (tens of minutes on 2 cores)
   bench/scan-bench.py --build build --quick    # one rep on a mock-header snippet
+  bench/scan-bench.py --build build --realcode [OWNER/NAME]
+      only the real-code project measure: the facts pass from nothing plus a warm
+      `mpnanny-check -p -jN` scan of a real-code repository (default: the one with the most
+      files in its database), against clang-tidy-16 with the plugin over the same files one
+      after another. Needs the database and sources test/realcode/score.py left in
+      test/realcode/src/OWNER+NAME/.mpnanny-build/ (run tools/realcode.sh first).
 """
 import argparse
 import glob
@@ -50,8 +56,9 @@ def torch_flags():
     sys.exit("scan-bench: LibTorch's headers not found (set TORCH_DIR)")
 
 
-def timed(cmd, env=None):
-    """(seconds, peak RSS in MiB) of one run; exits when the command fails (exit > 1)."""
+def timed(cmd, env=None, ok=(0, 1)):
+    """(seconds, peak RSS in MiB) of one run; exits when the command fails (an exit code not
+    in ok)."""
     with tempfile.TemporaryFile("w+") as err:
         start = time.monotonic()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
@@ -59,7 +66,7 @@ def timed(cmd, env=None):
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.monotonic() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode not in (0, 1):
+        if proc.returncode not in ok:
             err.seek(0)
             sys.exit("scan-bench: %s failed (exit %d):\n%s" % (" ".join(cmd), proc.returncode,
                                                               err.read()[-3000:]))
@@ -75,6 +82,53 @@ def wait_for_entry(directory, timeout=900):
             return time.monotonic() - start
         time.sleep(0.05)
     sys.exit("scan-bench: no header cache entry in %s after %d s" % (directory, timeout))
+
+
+def realcode_project(args, check, plugin, repo):
+    """The facts pass plus a warm -p -jN scan of a real-code repository, against clang-tidy one
+    file after another over the same files. Real files exit 3 (compile errors of headers the
+    machine lacks): both tools still scan them, so that exit counts as a finished run."""
+    src = os.path.join(SOURCE_DIR, "test", "realcode", "src")
+    databases = glob.glob(os.path.join(src, "*", ".mpnanny-build", "compile_commands.json"))
+    if repo:
+        databases = [d for d in databases if d.split(os.sep)[-3] == repo.replace("/", "+")]
+    if not databases:
+        sys.exit("scan-bench: no real-code database%s under %s (run tools/realcode.sh first)"
+                 % (" for " + repo if repo else "", src))
+
+    def entries(db):
+        with open(db) as f:
+            return json.load(f)
+    database = max(databases, key=lambda d: len(entries(d)))
+    build = os.path.dirname(database)
+    files = [e["file"] for e in entries(database)]
+    name = database.split(os.sep)[-3].replace("+", "/")
+    checks = "-checks=-*,mpnanny-*"
+    any_rc = tuple(range(0, 4))
+    print("real-code project: %s, %d files (%s)" % (name, len(files), build))
+    facts = [os.path.join(build, "mpnanny-facts.json"), os.path.join(build, "mpnanny-facts.units")]
+    shutil.rmtree(facts[1], ignore_errors=True)
+    if os.path.exists(facts[0]):
+        os.remove(facts[0])
+    facts_s, _ = timed([check, "--collect-facts", "-p", build], ok=any_rc)
+    cache = tempfile.mkdtemp(prefix="mpnanny-scan-bench-cache-")
+    scan = [check, checks, "--cache-dir=" + cache, "-p", build, "-j", str(args.jobs)]
+    cold_s, _ = timed(scan, ok=any_rc)
+    warm_s, _ = timed(scan, ok=any_rc)
+    shutil.rmtree(cache, ignore_errors=True)
+    start = time.monotonic()
+    for f in files:
+        timed([args.clang_tidy, "--load", plugin, checks, "-p", build, f], ok=any_rc)
+    tidy_s = time.monotonic() - start
+    print("  facts pass (from nothing):                       %8.1f s" % facts_s)
+    print("  mpnanny-check -p -j%d, cold cache:                %8.1f s" % (args.jobs, cold_s))
+    print("  mpnanny-check -p -j%d, warm cache:                %8.1f s" % (args.jobs, warm_s))
+    print("  clang-tidy-16 + plugin, one file after another:  %8.1f s" % tidy_s)
+    print("\n%-48s %7s" % ("ratio", "value"))
+    print("%-48s %7.2f" % ("facts / clang-tidy", facts_s / tidy_s))
+    print("%-48s %7.2f" % ("warm -j%d scan / clang-tidy" % args.jobs, warm_s / tidy_s))
+    print("%-48s %7.2f" % ("(facts + warm -j%d scan) / clang-tidy" % args.jobs,
+                            (facts_s + warm_s) / tidy_s))
 
 
 def generate_project(root, units, flags):
@@ -137,6 +191,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="one rep on a corpus snippet with the mock headers: a smoke run")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument("--realcode", nargs="?", const="", default=None, metavar="OWNER/NAME",
+                    help="only the real-code project measure (see the description)")
     args = ap.parse_args()
 
     check = os.path.join(args.build, "bin", "mpnanny-check")
@@ -147,6 +203,9 @@ def main():
     if not plugins:
         sys.exit("scan-bench: no libmpnanny-tidy.so under " + args.build)
     plugin = plugins[0]
+    if args.realcode is not None:
+        realcode_project(args, check, plugin, args.realcode)
+        return
 
     scratch = tempfile.mkdtemp(prefix="mpnanny-scan-bench-")
     if args.quick:

@@ -20,7 +20,8 @@
 #   tools/realcode.sh --no-gate Lehdari/DooT2          # one repository, report only
 #   python3 test/realcode/score.py --help              # every option
 # Environment: BUILD_DIR, JOBS (default nproc), MPNANNY_REALCODE_MIRROR, MPNANNY_REALCODE_SRC,
-# SKIP_FETCH=1, SKIP_BUILD=1 (score with the mpnanny-check already in BUILD_DIR).
+# SKIP_FETCH=1, SKIP_BUILD=1 (score with the mpnanny-check already in BUILD_DIR),
+# DOORS_PER_REPO (files per repository that test/realcode/doors.py scans through both doors).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -37,4 +38,12 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
 fi
 set +e
 python3 test/realcode/score.py --mpnanny-check "$build/bin/mpnanny-check" -j "$jobs" "$@"
-exit $?
+rc=$?
+# Both doors on a sample of the files just scanned (their databases and facts are in place):
+# DOORS_PER_REPO files per repository (default 1; 0 skips it), about a minute each.
+if [ "${DOORS_PER_REPO:-1}" != 0 ] && [ "$rc" != 2 ]; then
+  ninja -C "$build" -j "$jobs" mpnanny-tidy mpnanny-tidy-checks >/dev/null
+  python3 test/realcode/doors.py --mpnanny-check "$build/bin/mpnanny-check" \
+    --per-repo "${DOORS_PER_REPO:-1}" || { [ "$rc" = 0 ] && rc=1; }
+fi
+exit $rc
