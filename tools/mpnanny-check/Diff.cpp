@@ -134,6 +134,8 @@ llvm::Expected<std::vector<DiffFile>> parseUnifiedDiff(llvm::StringRef Text,
         Files.push_back({Path, {}});
       continue;
     }
+    if (SawOld)
+      return malformed(Name, Number, "'---' line not followed by a '+++' line");
     if (Line.starts_with("@@")) {
       if (!HaveFile)
         return malformed(Name, Number, "hunk before any '+++ file' line");
@@ -153,8 +155,6 @@ llvm::Expected<std::vector<DiffFile>> parseUnifiedDiff(llvm::StringRef Text,
       HunkStart = Number;
       continue;
     }
-    if (SawOld)
-      return malformed(Name, Number, "'---' line not followed by a '+++' line");
     // Anything else outside a hunk is a header git writes (diff --git, index, new file
     // mode, rename from/to, similarity index, Binary files ... differ) or a commit
     // message before the diff: nothing to read from it.
