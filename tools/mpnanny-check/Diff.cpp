@@ -73,14 +73,12 @@ bool parseRange(llvm::StringRef Text, unsigned &Start, unsigned &Count) {
   if (First.getAsInteger(10, Start))
     return false;
   Count = 1;
-  return Second.empty() ? Text.find(',') == llvm::StringRef::npos
-                        : !Second.getAsInteger(10, Count);
+  return Second.empty() ? Text.find(',') == llvm::StringRef::npos : !Second.getAsInteger(10, Count);
 }
 
 } // namespace
 
-llvm::Expected<std::vector<DiffFile>> parseUnifiedDiff(llvm::StringRef Text,
-                                                       llvm::StringRef Name) {
+llvm::Expected<std::vector<DiffFile>> parseUnifiedDiff(llvm::StringRef Text, llvm::StringRef Name) {
   std::vector<DiffFile> Files;
   bool HaveFile = false, Deleted = false, SawOld = false;
   unsigned OldLeft = 0, NewLeft = 0, NewLine = 0, HunkStart = 0;
@@ -100,8 +98,9 @@ llvm::Expected<std::vector<DiffFile>> parseUnifiedDiff(llvm::StringRef Text,
         continue;
       if (Kind == ' ' || Kind == '-' || Kind == '+') {
         if ((Kind != '+' && OldLeft == 0) || (Kind != '-' && NewLeft == 0))
-          return malformed(Name, Number, "hunk at line " + llvm::Twine(HunkStart) +
-                                             " has more lines than its header says");
+          return malformed(Name, Number,
+                           "hunk at line " + llvm::Twine(HunkStart) +
+                               " has more lines than its header says");
         if (Kind != '+')
           --OldLeft;
         if (Kind != '-') {
@@ -112,8 +111,9 @@ llvm::Expected<std::vector<DiffFile>> parseUnifiedDiff(llvm::StringRef Text,
         }
         continue;
       }
-      return malformed(Name, Number, "hunk at line " + llvm::Twine(HunkStart) + " ends after " +
-                                         "fewer lines than its header says");
+      return malformed(Name, Number,
+                       "hunk at line " + llvm::Twine(HunkStart) + " ends after " +
+                           "fewer lines than its header says");
     }
     if (Line.starts_with("\\"))
       continue;
@@ -160,8 +160,8 @@ llvm::Expected<std::vector<DiffFile>> parseUnifiedDiff(llvm::StringRef Text,
     // message before the diff: nothing to read from it.
   }
   if (OldLeft || NewLeft)
-    return malformed(Name, Number, "the input ends inside the hunk at line " +
-                                       llvm::Twine(HunkStart));
+    return malformed(Name, Number,
+                     "the input ends inside the hunk at line " + llvm::Twine(HunkStart));
   if (SawOld)
     return malformed(Name, Number, "'---' line not followed by a '+++' line");
   return Files;
@@ -198,8 +198,8 @@ static std::optional<std::string> run(llvm::ArrayRef<llvm::StringRef> Args, std:
 
 llvm::Expected<std::string> gitDiff(const std::string &Base, const std::string &Directory) {
   std::string Err;
-  auto Text = run({"-C", Directory, "diff", "-U0", "--no-color", "--no-ext-diff",
-                   "--src-prefix=a/", "--dst-prefix=b/", Base, "--"},
+  auto Text = run({"-C", Directory, "diff", "-U0", "--no-color", "--no-ext-diff", "--src-prefix=a/",
+                   "--dst-prefix=b/", Base, "--"},
                   Err);
   if (!Text)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
