@@ -15,6 +15,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libtorch-dev
   libgtest-dev libgmock-dev libbenchmark-dev libdw-dev libunwind-dev
   cmake ninja-build g++ python3 python3-yaml python3-jsonschema python3-pygments clang-format-16
+  git pre-commit
 )
 # A debootstrap root starts bare: clang++-19 needs libomp for OpenMP, npm needs certificates.
 [ "$codename" = trixie ] && packages+=(libomp-$llvm-dev ca-certificates file)

@@ -37,36 +37,10 @@ if [ -z "${MPNANNY_DEBIAN13_NS:-}" ] && command -v unshare >/dev/null; then
   MPNANNY_DEBIAN13_NS=1 exec unshare --mount --propagation private bash "$0" "$@"
 fi
 
-say() { echo "debian13: $*" >&2; }
-
-mirror() {
-  if [ -n "${MPNANNY_DEBIAN_MIRROR:-}" ]; then
-    echo "$MPNANNY_DEBIAN_MIRROR"
-    return
-  fi
-  # The archive apt-get uses here: the URI of the main component of the Debian suite.
-  apt-cache policy 2>/dev/null |
-    awk '$3 ~ /^[a-z]+\/main$/ && $2 ~ /\/debian\/?$/ { print $2; exit }'
-}
-
-mounted=()
-cleanup() {
-  local i
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
-    umount -R "${mounted[i]}" 2>/dev/null || umount -l "${mounted[i]}" 2>/dev/null || true
-  done
-  mounted=()
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-mount_into() { # mount_into TARGET mount-args...
-  local target=$1
-  shift
-  mkdir -p "$target"
-  mount "$@" "$target"
-  mounted+=("$target")
-}
+tag=debian13
+# shellcheck source=tools/debian-root.sh
+. "$tree/tools/debian-root.sh"
+debian_root_trap
 
 mount_all() {
   mount_into "$root/proc" -t proc proc
@@ -90,39 +64,8 @@ in_root() { # runs a command in the root with a clean environment
     bash -c 'cd "$1" && shift && exec "$@"' debian13 "$tree" "$@"
 }
 
-mkdir -p "$cache" "$(dirname "$root")"
-exec 9>"$cache/lock"
-# One creation at a time; runs that find the root ready share it.
-flock 9
-if [ ! -f "$root/.mpnanny-debootstrap-done" ]; then
-  command -v debootstrap >/dev/null || {
-    say "installing debootstrap"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
-  }
-  archive=$(mirror)
-  [ -n "$archive" ] || { say "no Debian archive found in apt's sources; set MPNANNY_DEBIAN_MIRROR"; exit 2; }
-  say "creating the $suite root in $root from $archive (once; a few minutes)"
-  rm -rf "$root"
-  mkdir -p "$cache/debs"
-  start=$SECONDS
-  debootstrap --variant=minbase --cache-dir="$cache/debs" "$suite" "$root" "$archive" \
-    >"$cache/debootstrap.log" 2>&1 || {
-    say "debootstrap failed; its log:"
-    tail -30 "$cache/debootstrap.log" >&2
-    exit 1
-  }
-  # Keep the .deb files apt downloads, so a package list that changes costs only the new ones.
-  rm -f "$root/etc/apt/apt.conf.d/docker-clean"
-  # A cache that can be made again needs no fsync per file: dpkg unpacks the build packages
-  # (LLVM, LibTorch, Chromium, npm's hundreds of node-* packages) several times faster.
-  echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/mpnanny-unsafe-io"
-  # No manual pages or translations to index in a build root.
-  printf 'path-exclude /usr/share/man/*\npath-exclude /usr/share/locale/*\npath-exclude /usr/share/doc/*\npath-include /usr/share/doc/*/copyright\n' \
-    >"$root/etc/dpkg/dpkg.cfg.d/mpnanny-nodoc"
-  touch "$root/.mpnanny-debootstrap-done"
-  say "root made in $((SECONDS - start)) s"
-fi
+lock_root
+make_root "$suite"
 mount_all
 # The build and test packages, by Debian 13's names (quiet when all are there).
 start=$SECONDS

@@ -6,7 +6,7 @@
 // RUN: %python %inputs/driver/validate_sarif.py %sarif_schema %t.empty.sarif | FileCheck %s --check-prefix=EMPTY
 
 // --format=sarif: SARIF 2.1.0 with the checks as rules (help from knowledge/), notes as
-// related locations and the site id as a partial fingerprint.
+// related locations, the line hash and the site id as partial fingerprints.
 #include <torch/torch.h>
 
 #ifndef NOTHING
@@ -31,6 +31,7 @@ torch::Tensor mask_scores(torch::Tensor scores, torch::Tensor mask) {
 // CHECK: "message": {
 // CHECK-NEXT: "text": "Tensor::masked_fill fill value -1e9 cannot be represented in fp16
 // CHECK: "partialFingerprints": {
+// CHECK-NEXT: "mpnannyLineHash/v1": "{{[0-9a-f]+}}",
 // CHECK-NEXT: "mpnannySiteId/v1": "{{[0-9a-f]+}}"
 // CHECK: "relatedLocations": [
 // CHECK: "text": "fp16 context: {{.*}}"

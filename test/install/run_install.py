@@ -2,7 +2,7 @@
 """Installs the build into a fresh prefix and uses it as a user would, from outside the tree.
 
 Usage: run_install.py --build-dir BUILD --consumer SRC --work DIR [--generator G] [--torch-dir D]
-                      [--clang-tidy CLANG_TIDY_16]
+                      [--clang-tidy CLANG_TIDY_16] [--libdir LIBDIR]
 
 A project of its own (consumer/) finds the runtime with find_package(mpnanny), trains with it,
 and its alerts must name its own source line; the installed mpnanny-check must find the
@@ -50,6 +50,7 @@ def main():
     parser.add_argument("--generator", default="Ninja")
     parser.add_argument("--torch-dir", default="")
     parser.add_argument("--clang-tidy", default="")
+    parser.add_argument("--libdir", default="lib", help="CMAKE_INSTALL_LIBDIR, relative to the prefix")
     args = parser.parse_args()
 
     shutil.rmtree(args.work, ignore_errors=True)
@@ -129,7 +130,7 @@ def main():
     expect(scanned.returncode != 0 and broken in scanned.stderr,
            f"the installed mpnanny-check did not read the installed rules (exit {scanned.returncode})")
     if args.clang_tidy:
-        plugin = os.path.join(prefix, "lib", "libmpnanny-tidy.so")
+        plugin = os.path.join(prefix, args.libdir, "libmpnanny-tidy.so")
         tidied = run([args.clang_tidy, "--load=" + plugin, "-checks=-*,mpnanny-*", empty, "--"], cwd=args.work)
         # clang-tidy reports a check's configuration errors as warnings ([clang-tidy-config]).
         expect(broken in tidied.stderr + tidied.stdout,

@@ -3,6 +3,7 @@
 
 #include "Pages.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -33,6 +34,44 @@ static nlohmann::json artifactLocation(const std::string &File, const std::strin
   if (!Root.empty() && F.starts_with(Root) && F.size() > Root.size() && F[Root.size()] == '/')
     return {{"uri", encodePath(F.drop_front(Root.size() + 1))}, {"uriBaseId", SourceRoot}};
   return {{"uri", "file://" + encodePath(F)}};
+}
+
+/// The text of a line with its whitespace collapsed: what a finding's line looks like
+/// wherever it moves, and however it is re-indented.
+static std::string normalizedLine(const std::string &File, unsigned Line) {
+  static std::map<std::string, std::vector<std::string>> Cache;
+  auto It = Cache.find(File);
+  if (It == Cache.end()) {
+    std::vector<std::string> Lines;
+    if (auto Buffer = llvm::MemoryBuffer::getFile(File)) {
+      llvm::SmallVector<llvm::StringRef, 0> Parts;
+      (*Buffer)->getBuffer().split(Parts, '\n');
+      for (llvm::StringRef P : Parts) {
+        std::string Collapsed;
+        for (char C : P.trim()) {
+          bool Space = std::isspace(static_cast<unsigned char>(C));
+          if (Space && !Collapsed.empty() && Collapsed.back() == ' ')
+            continue;
+          Collapsed += Space ? ' ' : C;
+        }
+        Lines.push_back(std::move(Collapsed));
+      }
+    }
+    It = Cache.emplace(File, std::move(Lines)).first;
+  }
+  return Line >= 1 && Line <= It->second.size() ? It->second[Line - 1] : std::string();
+}
+
+/// FNV-1a 64 as 16 hex digits, like the site id: the same on every platform and run.
+static std::string fnv1a(llvm::StringRef S) {
+  uint64_t H = 1469598103934665603ULL;
+  for (unsigned char C : S) {
+    H ^= C;
+    H *= 1099511628211ULL;
+  }
+  char Buf[17];
+  std::snprintf(Buf, sizeof Buf, "%016llx", static_cast<unsigned long long>(H));
+  return Buf;
 }
 
 static nlohmann::json physicalLocation(const Location &L, const std::string &Root) {
@@ -121,6 +160,9 @@ nlohmann::json toSarif(const std::vector<Finding> &Findings, const SarifRun &Run
   }
 
   nlohmann::json Results = nlohmann::json::array();
+  // How often each (check, file, line text) came before: two findings on identical lines
+  // differ by their rank, which, unlike a line number, survives lines added above them.
+  std::map<std::string, unsigned> LineRank;
   for (const auto &F : Findings) {
     nlohmann::json Location = {{"physicalLocation", physicalLocation(F.Where, Root)}};
     if (!F.Function.empty())
@@ -148,7 +190,15 @@ nlohmann::json toSarif(const std::vector<Finding> &Findings, const SarifRun &Run
       Result["relatedLocations"] = Related;
     if (!F.Edits.empty())
       Result["fixes"] = {fixOf(F, Root)};
-    Result["partialFingerprints"] = {{"mpnannySiteId/v1", F.SiteId}};
+    // Code scanning matches results across runs by these: the site id (check, file, function,
+    // expression), and the line hash (check, the path as written above, the line's normalized
+    // text and its rank among identical ones in the file); neither holds a line number.
+    std::string Uri = artifactLocation(F.Where.File, Root)["uri"].get<std::string>();
+    std::string LineKey = F.Check + "\n" + Uri + "\n" + normalizedLine(F.Where.File, F.Where.Line);
+    unsigned Rank = LineRank[LineKey]++;
+    Result["partialFingerprints"] = {
+        {"mpnannySiteId/v1", F.SiteId},
+        {"mpnannyLineHash/v1", fnv1a(LineKey + "\n" + std::to_string(Rank))}};
     nlohmann::json Properties = {{"siteId", F.SiteId}};
     if (!F.Risk.empty())
       Properties["risk"] = F.Risk;

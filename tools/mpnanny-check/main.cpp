@@ -9,6 +9,7 @@
 // configuration error, 3 a file could not be read or parsed.
 //
 //===----------------------------------------------------------------------===//
+#include "Diff.h"
 #include "FactsPass.h"
 #include "KnowledgeBase.h"
 #include "Output.h"
@@ -34,6 +35,7 @@
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -141,6 +143,17 @@ cl::opt<bool> CollectFacts("collect-facts",
 cl::opt<bool> CheckProfile("enable-check-profile",
                            cl::desc("Print each check's matching time per file to stderr"),
                            cl::cat(Category));
+
+cl::opt<std::string> DiffOpt(
+    "diff",
+    cl::desc("Scan the files a unified diff (git diff -U0) touches and report only the findings "
+             "on the lines it adds or changes: --diff=FILE, or --diff (or --diff=-) to read it "
+             "from stdin"),
+    cl::value_desc("file"), cl::ValueOptional, cl::cat(Category));
+cl::opt<std::string> DiffBase("diff-base",
+                              cl::desc("As --diff, with the diff of `git diff -U0 REV` run in "
+                                       "the current directory's repository"),
+                              cl::value_desc("rev"), cl::cat(Category));
 
 const char *const DefaultSitesFile = "mpnanny-sites.json";
 
@@ -351,7 +364,8 @@ int gatherInputs(std::unique_ptr<tooling::CompilationDatabase> Fixed, Inputs &In
                       "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON)",
                   2);
   }
-  In.WholeProject = Sources.empty() && Project;
+  const bool FromDiff = DiffOpt.getNumOccurrences() || DiffBase.getNumOccurrences();
+  In.WholeProject = Sources.empty() && Project && !FromDiff;
   if (In.WholeProject) {
     In.Files = mpnanny::check::projectFiles(*Project, BuildPath);
     if (In.Files.empty())
@@ -359,7 +373,7 @@ int gatherInputs(std::unique_ptr<tooling::CompilationDatabase> Fixed, Inputs &In
                       "/compile_commands.json' lists no source of the project "
                       "(third-party and generated files are skipped)",
                   2);
-  } else if (Sources.empty()) {
+  } else if (Sources.empty() && !FromDiff) {
     return fail("no source file given (mpnanny-check -p build [file.cpp], or file.cpp -- flags)",
                 2);
   }
@@ -439,6 +453,75 @@ int report(std::vector<mpnanny::check::FileScan> &Scans, const Inputs &In,
            const std::vector<std::string> &CheckNames,
            const std::optional<mpnanny::check::Verdicts> &Verified, int64_t ClearedAfterSteps);
 
+/// --diff / --diff-base: reads and parses the diff, resolves its paths and puts the files to
+/// scan in Sources. 0, or the exit code of an error.
+int readDiff(bool HaveFixedFlags, std::optional<mpnanny::check::ChangedLines> &Changed) {
+  if (DiffOpt.getNumOccurrences() && !DiffBase.empty())
+    return fail("--diff and --diff-base: give one of them", 2);
+  if (!Sources.empty())
+    return fail("--diff and --diff-base take the files from the diff; name no file", 2);
+  SmallString<256> Cwd;
+  sys::fs::current_path(Cwd);
+  std::string Name, Text;
+  if (!DiffBase.empty()) {
+    auto Out = mpnanny::check::gitDiff(DiffBase, std::string(Cwd));
+    if (!Out)
+      return fail(toString(Out.takeError()), 2);
+    Name = "git diff -U0 " + DiffBase;
+    Text = std::move(*Out);
+  } else {
+    Name = DiffOpt.empty() || DiffOpt == "-" ? "<stdin>" : DiffOpt.getValue();
+    auto Buffer = Name == "<stdin>" ? MemoryBuffer::getSTDIN() : MemoryBuffer::getFile(DiffOpt);
+    if (!Buffer)
+      return fail("cannot read the diff '" + Name + "': " + Buffer.getError().message(), 2);
+    Text = (*Buffer)->getBuffer().str();
+  }
+  auto Files = mpnanny::check::parseUnifiedDiff(Text, Name);
+  if (!Files)
+    return fail(toString(Files.takeError()), 2);
+
+  // The database's files: where a diff path relative to some other root is found, and, with
+  // -p, the only files that can be scanned (their flags are there).
+  std::vector<std::string> Known;
+  bool FromDatabase = !BuildPath.empty() && !HaveFixedFlags;
+  if (FromDatabase) {
+    std::string Error;
+    auto DB = tooling::CompilationDatabase::loadFromDirectory(BuildPath, Error);
+    if (!DB)
+      return fail("no compilation database in '" + BuildPath +
+                      "': no compile_commands.json there (configure with "
+                      "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON)",
+                  2);
+    for (const auto &F : DB->getAllFiles()) {
+      SmallString<256> Real;
+      Known.push_back(sys::fs::real_path(F, Real) ? F : std::string(Real));
+    }
+  }
+  std::vector<std::string> Roots = {mpnanny::check::gitTopLevel(std::string(Cwd)),
+                                    std::string(Cwd)};
+  if (!BuildPath.empty()) {
+    SmallString<256> Build(BuildPath);
+    sys::fs::make_absolute(Build);
+    Roots.push_back(sys::path::parent_path(Build).str());
+    Roots.push_back(std::string(Build));
+  }
+  std::vector<std::string> Missing;
+  Changed = mpnanny::check::resolveDiffPaths(*Files, Roots, Known, Missing);
+  for (const auto &M : Missing)
+    errs() << "mpnanny-check: note: " << M << " (from the diff) not found; skipped\n";
+  for (const auto &[File, Lines] : *Changed) {
+    if (Lines.empty())
+      continue; // only deletions: no line of the new file to report on
+    bool Listed = std::find(Known.begin(), Known.end(), File) != Known.end();
+    if (FromDatabase ? Listed : mpnanny::check::isTranslationUnit(File))
+      Sources.push_back(File);
+    else if (FromDatabase && mpnanny::check::isTranslationUnit(File))
+      errs() << "mpnanny-check: note: " << File << " is not in " << BuildPath
+             << "/compile_commands.json; skipped\n";
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, const char **argv) {
@@ -483,6 +566,14 @@ int main(int argc, const char **argv) {
       return Error;
     return *answerWithoutScanning(CheckNames);
   }
+  // A diff names the files, and later the lines whose findings count.
+  std::optional<mpnanny::check::ChangedLines> Changed;
+  if (DiffOpt.getNumOccurrences() || DiffBase.getNumOccurrences()) {
+    if (int Error = readDiff(Fixed != nullptr, Changed))
+      return Error;
+    if (Sources.empty())
+      errs() << "mpnanny-check: the diff changes no C/C++ file to scan\n";
+  }
   if (int Error = gatherInputs(std::move(Fixed), In))
     return Error;
   if (int Error = settle(In))
@@ -513,6 +604,8 @@ int main(int argc, const char **argv) {
       mpnanny::check::scanFiles(In.Files, In.Commands, makeContext, JobCount,
                                 /*ApplyFixes=*/false, /*MakeFS=*/nullptr, Settings);
   mpnanny::check::dropRepeats(Scans);
+  if (Changed)
+    mpnanny::check::keepChangedLines(Scans, *Changed);
   return report(Scans, In, CheckNames, Verified, *ClearedAfterSteps);
 }
 
