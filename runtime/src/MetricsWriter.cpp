@@ -8,7 +8,10 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <type_traits>
 
 namespace mpnanny {
 
@@ -156,144 +159,88 @@ std::string histogram_json(const TensorStats& stats) {
   return text + "]";
 }
 
+/// One column of a row, each type bound the one way SQLite stores it: integers and booleans as
+/// INTEGER, doubles as REAL (NaN as NULL), text, and an empty optional as NULL.
+template <typename T>
+void bind_column(sqlite3_stmt* statement, int index, const T& value) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    bind_text(statement, index, value);
+  } else if constexpr (std::is_same_v<T, const char*>) {
+    bind_text(statement, index, std::string(value));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    bind_real_or_null(statement, index, value);
+  } else if constexpr (std::is_integral_v<T>) {
+    sqlite3_bind_int64(statement, index, static_cast<int64_t>(value));
+  } else {  // std::optional
+    if (value) {
+      bind_column(statement, index, *value);
+    } else {
+      sqlite3_bind_null(statement, index);
+    }
+  }
+}
+
+/// Binds the values to columns 1, 2, ... of the statement, in order, and returns it.
+template <typename... Values>
+sqlite3_stmt* bind_row(sqlite3_stmt* statement, const Values&... values) {
+  int index = 1;
+  (bind_column(statement, index++, values), ...);
+  return statement;
+}
+
 // One binder per record type: each fills its table's prepared statement, in the column order of
 // the schema above, and returns it.
 
 sqlite3_stmt* bind_location(sqlite3_stmt* statement, int64_t run, const LocationRecord& location) {
-  sqlite3_bind_int64(statement, 1, run);
-  sqlite3_bind_int64(statement, 2, location.location_id);
-  bind_text(statement, 3, location.location.function);
-  bind_text(statement, 4, location.location.file);
-  sqlite3_bind_int(statement, 5, location.location.line);
-  return statement;
+  return bind_row(statement, run, location.location_id, location.location.function, location.location.file,
+                  location.location.line);
 }
 
 sqlite3_stmt* bind_step(sqlite3_stmt* statement, int64_t run, const StepRecord& step) {
-  sqlite3_bind_int64(statement, 1, run);
-  sqlite3_bind_int64(statement, 2, step.step);
-  sqlite3_bind_int(statement, 3, step.traced);
-  sqlite3_bind_int(statement, 4, step.dense);
-  sqlite3_bind_double(statement, 5, step.duration_ms);
-  sqlite3_bind_int64(statement, 6, step.alert_count);
-  return statement;
+  return bind_row(statement, run, step.step, step.traced, step.dense, step.duration_ms, step.alert_count);
 }
 
 sqlite3_stmt* bind_tensor(sqlite3_stmt* statement, int64_t run, const TensorRecord& tensor) {
   const TensorStats& st = tensor.stats;
-  int i = 1;
-  sqlite3_bind_int64(statement, i++, run);
-  sqlite3_bind_int64(statement, i++, tensor.step);
-  sqlite3_bind_int64(statement, i++, tensor.seq);
-  bind_text(statement, i++, to_string(tensor.phase));
-  bind_text(statement, i++, tensor.op);
-  bind_text(statement, i++, tensor.name);
-  sqlite3_bind_int64(statement, i++, tensor.location_id);
-  bind_text(statement, i++, tensor.dtype);
-  bind_text(statement, i++, tensor.shape);
-  sqlite3_bind_int64(statement, i++, st.numel);
-  sqlite3_bind_int64(statement, i++, st.nan_count);
-  sqlite3_bind_int64(statement, i++, st.inf_count);
-  sqlite3_bind_int64(statement, i++, st.zero_count);
-  bind_real_or_null(statement, i++, st.max_abs);
-  if (st.finite_nonzero_count() > 0) {
-    sqlite3_bind_double(statement, i++, st.min_abs_nonzero);
-  } else {
-    sqlite3_bind_null(statement, i++);
-  }
-  bind_real_or_null(statement, i++, st.mean());
-  bind_real_or_null(statement, i++, st.sum_squares);
-  bind_real_or_null(statement, i++, st.norm());
-  sqlite3_bind_int64(statement, i++, st.fp16_overflow);
-  sqlite3_bind_int64(statement, i++, st.fp16_subnormal);
-  sqlite3_bind_int64(statement, i++, st.fp16_flush);
-  sqlite3_bind_int64(statement, i++, st.bf16_overflow);
-  sqlite3_bind_int64(statement, i++, st.bf16_subnormal);
-  sqlite3_bind_int64(statement, i++, st.bf16_flush);
-  if (tensor.update_ratio) {
-    bind_real_or_null(statement, i++, *tensor.update_ratio);
-  } else {
-    sqlite3_bind_null(statement, i++);
-  }
-  return statement;
+  const std::optional<double> min_abs_nonzero =
+      st.finite_nonzero_count() > 0 ? std::optional<double>(st.min_abs_nonzero) : std::nullopt;
+  return bind_row(statement, run, tensor.step, tensor.seq, to_string(tensor.phase), tensor.op, tensor.name,
+                  tensor.location_id, tensor.dtype, tensor.shape, st.numel, st.nan_count, st.inf_count, st.zero_count,
+                  st.max_abs, min_abs_nonzero, st.mean(), st.sum_squares, st.norm(), st.fp16_overflow,
+                  st.fp16_subnormal, st.fp16_flush, st.bf16_overflow, st.bf16_subnormal, st.bf16_flush,
+                  tensor.update_ratio);
 }
 
 sqlite3_stmt* bind_histogram(sqlite3_stmt* statement, int64_t run, const TensorRecord& tensor) {
-  sqlite3_bind_int64(statement, 1, run);
-  sqlite3_bind_int64(statement, 2, tensor.step);
-  sqlite3_bind_int64(statement, 3, tensor.seq);
-  sqlite3_bind_int(statement, 4, kHistogramMinExponent);
-  bind_text(statement, 5, histogram_json(tensor.stats));
-  return statement;
+  return bind_row(statement, run, tensor.step, tensor.seq, kHistogramMinExponent, histogram_json(tensor.stats));
 }
 
 sqlite3_stmt* bind_alert(sqlite3_stmt* statement, int64_t run, const AlertRecord& record) {
   const Alert& alert = record.alert;
-  int i = 1;
-  sqlite3_bind_int64(statement, i++, run);
-  sqlite3_bind_int64(statement, i++, alert.step);
-  sqlite3_bind_int64(statement, i++, record.seq);
-  bind_text(statement, i++, to_string(alert.type));
-  bind_text(statement, i++, to_string(alert.severity));
-  bind_text(statement, i++, alert.adaptive ? "adaptive" : "fixed");
-  bind_text(statement, i++, to_string(alert.phase));
-  bind_text(statement, i++, alert.op);
-  bind_text(statement, i++, alert.name);
-  sqlite3_bind_int64(statement, i++, record.location_id);
-  bind_text(statement, i++, alert.location.function);
-  bind_text(statement, i++, alert.location.file);
-  sqlite3_bind_int(statement, i++, alert.location.line);
-  bind_real_or_null(statement, i++, alert.value);
-  bind_real_or_null(statement, i++, alert.threshold);
-  bind_text(statement, i++, alert.message);
-  return statement;
+  return bind_row(statement, run, alert.step, record.seq, to_string(alert.type), to_string(alert.severity),
+                  std::string(alert.adaptive ? "adaptive" : "fixed"), to_string(alert.phase), alert.op, alert.name,
+                  record.location_id, alert.location.function, alert.location.file, alert.location.line, alert.value,
+                  alert.threshold, alert.message);
 }
 
 sqlite3_stmt* bind_loss_scale(sqlite3_stmt* statement, int64_t run, const LossScaleRecord& loss_scale) {
-  sqlite3_bind_int64(statement, 1, run);
-  sqlite3_bind_int64(statement, 2, loss_scale.step);
-  sqlite3_bind_double(statement, 3, loss_scale.scale);
-  sqlite3_bind_int(statement, 4, loss_scale.skipped);
-  return statement;
+  return bind_row(statement, run, loss_scale.step, loss_scale.scale, loss_scale.skipped);
 }
 
 sqlite3_stmt* bind_memory(sqlite3_stmt* statement, int64_t run, const MemoryRecord& memory) {
-  sqlite3_bind_int64(statement, 1, run);
-  sqlite3_bind_int64(statement, 2, memory.step);
-  sqlite3_bind_int64(statement, 3, memory.rss_bytes);
-  sqlite3_bind_int64(statement, 4, memory.cuda_allocated_bytes);
-  sqlite3_bind_int64(statement, 5, memory.cuda_reserved_bytes);
-  sqlite3_bind_int64(statement, 6, memory.cuda_allocated_peak_bytes);
-  sqlite3_bind_int64(statement, 7, memory.cuda_reserved_peak_bytes);
-  sqlite3_bind_int64(statement, 8, memory.cuda_alloc_retries);
-  return statement;
+  return bind_row(statement, run, memory.step, memory.rss_bytes, memory.cuda_allocated_bytes,
+                  memory.cuda_reserved_bytes, memory.cuda_allocated_peak_bytes, memory.cuda_reserved_peak_bytes,
+                  memory.cuda_alloc_retries);
 }
 
 sqlite3_stmt* bind_scalar(sqlite3_stmt* statement, int64_t run, const ScalarRecord& scalar) {
-  sqlite3_bind_int64(statement, 1, run);
-  sqlite3_bind_int64(statement, 2, scalar.step);
-  bind_text(statement, 3, scalar.name);
-  bind_real_or_null(statement, 4, scalar.value);
-  return statement;
+  return bind_row(statement, run, scalar.step, scalar.name, scalar.value);
 }
 
 sqlite3_stmt* bind_site_verdict(sqlite3_stmt* statement, int64_t run, const SiteVerdictRecord& verdict) {
-  int i = 1;
-  sqlite3_bind_int64(statement, i++, run);
-  bind_text(statement, i++, verdict.site_id);
-  bind_text(statement, i++, verdict.check);
-  bind_text(statement, i++, verdict.file);
-  sqlite3_bind_int64(statement, i++, verdict.line);
-  bind_text(statement, i++, verdict.function);
-  bind_text(statement, i++, verdict.verdict);
-  bind_text(statement, i++, verdict.evidence);
-  sqlite3_bind_int64(statement, i++, verdict.steps_observed);
-  // Left unbound (NULL) where the verdict has no such value.
-  if (verdict.worst_headroom) bind_real_or_null(statement, i, *verdict.worst_headroom);
-  ++i;
-  if (verdict.first_step) sqlite3_bind_int64(statement, i, *verdict.first_step);
-  ++i;
-  if (verdict.value) bind_real_or_null(statement, i, *verdict.value);
-  return statement;
+  return bind_row(statement, run, verdict.site_id, verdict.check, verdict.file, verdict.line, verdict.function,
+                  verdict.verdict, verdict.evidence, verdict.steps_observed, verdict.worst_headroom, verdict.first_step,
+                  verdict.value);
 }
 
 }  // namespace

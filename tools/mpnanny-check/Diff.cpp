@@ -2,11 +2,14 @@
 #include "Diff.h"
 
 #include "Output.h"
+#include "clang/Tooling/CompilationDatabase.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+#include <algorithm>
 
 namespace mpnanny::check {
 
@@ -282,6 +285,71 @@ void keepChangedLines(std::vector<FileScan> &Scans, const ChangedLines &Changed)
     }
     S.Errors = std::move(Kept);
   }
+}
+
+llvm::Expected<ChangedLines> readChangedLines(const std::string &DiffFile, const std::string &Base,
+                                              const std::string &BuildPath, bool FromDatabase,
+                                              std::vector<std::string> &Scan) {
+  llvm::SmallString<256> Cwd;
+  llvm::sys::fs::current_path(Cwd);
+  std::string Name, Text;
+  if (!Base.empty()) {
+    auto Out = gitDiff(Base, std::string(Cwd));
+    if (!Out)
+      return Out.takeError();
+    Name = "git diff -U0 " + Base;
+    Text = std::move(*Out);
+  } else {
+    Name = DiffFile.empty() || DiffFile == "-" ? "<stdin>" : DiffFile;
+    auto Buffer =
+        Name == "<stdin>" ? llvm::MemoryBuffer::getSTDIN() : llvm::MemoryBuffer::getFile(DiffFile);
+    if (!Buffer)
+      return llvm::createStringError(Buffer.getError(), "cannot read the diff '" + Name +
+                                                            "': " + Buffer.getError().message());
+    Text = (*Buffer)->getBuffer().str();
+  }
+  auto Files = parseUnifiedDiff(Text, Name);
+  if (!Files)
+    return Files.takeError();
+
+  // The database's files: where a diff path relative to some other root is found, and, with
+  // -p, the only files that can be scanned (their flags are there).
+  std::vector<std::string> Known;
+  if (FromDatabase) {
+    std::string Error;
+    auto DB = clang::tooling::CompilationDatabase::loadFromDirectory(BuildPath, Error);
+    if (!DB)
+      return llvm::createStringError(std::make_error_code(std::errc::no_such_file_or_directory),
+                                     "no compilation database in '" + BuildPath +
+                                         "': no compile_commands.json there (configure with "
+                                         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON)");
+    for (const auto &F : DB->getAllFiles()) {
+      llvm::SmallString<256> Real;
+      Known.push_back(llvm::sys::fs::real_path(F, Real) ? F : std::string(Real));
+    }
+  }
+  std::vector<std::string> Roots = {gitTopLevel(std::string(Cwd)), std::string(Cwd)};
+  if (!BuildPath.empty()) {
+    llvm::SmallString<256> Build(BuildPath);
+    llvm::sys::fs::make_absolute(Build);
+    Roots.push_back(llvm::sys::path::parent_path(Build).str());
+    Roots.push_back(std::string(Build));
+  }
+  std::vector<std::string> Missing;
+  ChangedLines Changed = resolveDiffPaths(*Files, Roots, Known, Missing);
+  for (const auto &M : Missing)
+    llvm::errs() << "mpnanny-check: note: " << M << " (from the diff) not found; skipped\n";
+  for (const auto &[File, Lines] : Changed) {
+    if (Lines.empty())
+      continue; // only deletions: no line of the new file to report on
+    bool Listed = std::find(Known.begin(), Known.end(), File) != Known.end();
+    if (FromDatabase ? Listed : isTranslationUnit(File))
+      Scan.push_back(File);
+    else if (FromDatabase && isTranslationUnit(File))
+      llvm::errs() << "mpnanny-check: note: " << File << " is not in " << BuildPath
+                   << "/compile_commands.json; skipped\n";
+  }
+  return Changed;
 }
 
 } // namespace mpnanny::check

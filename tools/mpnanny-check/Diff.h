@@ -53,6 +53,15 @@ ChangedLines resolveDiffPaths(const std::vector<DiffFile> &Files,
 /// Whether a path names a C/C++ translation unit (.c, .cc, .cpp, .cxx, .c++, .cu, .C).
 bool isTranslationUnit(llvm::StringRef Path);
 
+/// The lines a diff changes: read from DiffFile ("" or "-": stdin), or from `git diff -U0 Base`
+/// when Base is set, its paths found with resolveDiffPaths (the git top-level, the working
+/// directory, the database's folder). The translation units to scan are appended to Scan:
+/// with FromDatabase, only those BuildPath's compilation database lists. Files left out are
+/// named on stderr.
+llvm::Expected<ChangedLines> readChangedLines(const std::string &DiffFile, const std::string &Base,
+                                              const std::string &BuildPath, bool FromDatabase,
+                                              std::vector<std::string> &Scan);
+
 /// Drops every diagnostic below error level whose place is not a changed line (compile
 /// errors stay: they say the scan was incomplete).
 void keepChangedLines(std::vector<FileScan> &Scans, const ChangedLines &Changed);

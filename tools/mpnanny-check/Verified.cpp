@@ -2,7 +2,6 @@
 #include "Verified.h"
 
 #include "Vocabulary.h"
-#include "queries.h" // mpnanny_query reads the site_verdicts table
 
 namespace mpnanny::check {
 
@@ -13,8 +12,8 @@ const SiteVerdict *Verdicts::of(const Finding &F) const {
 
 bool Verdicts::cleared(const Finding &F, int64_t MinSteps) const {
   const SiteVerdict *V = of(F);
-  return V && V->Verdict == vocab::name(vocab::Verdict::NotObserved) &&
-         V->StepsObserved >= MinSteps;
+  return V && V->verdict == vocab::name(vocab::Verdict::NotObserved) &&
+         V->steps_observed >= MinSteps;
 }
 
 std::optional<Verdicts> readVerdicts(const std::string &Path, std::string &Error) {
@@ -28,15 +27,9 @@ std::optional<Verdicts> readVerdicts(const std::string &Path, std::string &Error
   Verdicts Out;
   Out.Database = Path;
   Out.RunId = Stored.run_id;
-  for (query::StoredVerdict &Row : Stored.verdicts) {
-    SiteVerdict V;
-    V.Verdict = std::move(Row.verdict);
-    V.Evidence = std::move(Row.evidence);
-    V.StepsObserved = Row.steps_observed;
-    V.WorstHeadroom = Row.worst_headroom;
-    V.FirstStep = Row.first_step;
-    V.Value = Row.value;
-    Out.BySite.emplace(std::move(Row.site_id), std::move(V));
+  for (SiteVerdict &Row : Stored.verdicts) {
+    std::string Site = Row.site_id;
+    Out.BySite.emplace(std::move(Site), std::move(Row));
   }
   return Out;
 }
@@ -46,12 +39,12 @@ nlohmann::json verdictJson(const Verdicts &V, const Finding &F) {
   if (!S)
     return nullptr;
   auto Optional = [](const auto &O) { return O ? nlohmann::json(*O) : nlohmann::json(); };
-  return {{"verdict", S->Verdict},
-          {"evidence", S->Evidence},
-          {"steps_observed", S->StepsObserved},
-          {"worst_headroom", Optional(S->WorstHeadroom)},
-          {"first_step", Optional(S->FirstStep)},
-          {"value", Optional(S->Value)}};
+  return {{"verdict", S->verdict},
+          {"evidence", S->evidence},
+          {"steps_observed", S->steps_observed},
+          {"worst_headroom", Optional(S->worst_headroom)},
+          {"first_step", Optional(S->first_step)},
+          {"value", Optional(S->value)}};
 }
 
 void addVerdictsToSarif(nlohmann::json &Sarif, const Verdicts &V) {
@@ -61,9 +54,9 @@ void addVerdictsToSarif(nlohmann::json &Sarif, const Verdicts &V) {
       auto It = V.BySite.find(Properties.value("siteId", ""));
       if (It == V.BySite.end())
         continue;
-      Properties["verdict"] = It->second.Verdict;
-      Properties["verdictEvidence"] = It->second.Evidence;
-      Properties["verdictStepsObserved"] = It->second.StepsObserved;
+      Properties["verdict"] = It->second.verdict;
+      Properties["verdictEvidence"] = It->second.evidence;
+      Properties["verdictStepsObserved"] = It->second.steps_observed;
     }
 }
 
@@ -73,7 +66,7 @@ std::string verdictText(const Verdicts &V, const Finding &F) {
   std::string Text = Where + ": " + F.Severity + ": " + F.Message + " [" + F.Check + "]\n";
   const SiteVerdict *S = V.of(F);
   Text += Where + ": note: run time: ";
-  Text += S ? S->Verdict + ": " + S->Evidence
+  Text += S ? S->verdict + ": " + S->evidence
             : std::string("not verified (the run's sites file did not hold this site; "
                           "export the sites again)");
   return Text + "\n";

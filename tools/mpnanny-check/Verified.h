@@ -9,6 +9,7 @@
 #define MPNANNY_TOOLS_VERIFIED_H
 
 #include "Output.h"
+#include "queries.h" // mpnanny_query reads the site_verdicts table
 
 #include <cstdint>
 #include <map>
@@ -18,15 +19,8 @@
 
 namespace mpnanny::check {
 
-/// One row of site_verdicts.
-struct SiteVerdict {
-  std::string Verdict; ///< CONFIRMED, AT_RISK, NOT_OBSERVED, NOT_REACHED
-  std::string Evidence;
-  int64_t StepsObserved = 0;
-  std::optional<double> WorstHeadroom;
-  std::optional<int64_t> FirstStep;
-  std::optional<double> Value;
-};
+/// One row of site_verdicts, as mpnanny_query reads it (the one reader of that table).
+using SiteVerdict = query::StoredVerdict;
 
 struct Verdicts {
   std::string Database;

@@ -460,65 +460,12 @@ int readDiff(bool HaveFixedFlags, std::optional<mpnanny::check::ChangedLines> &C
     return fail("--diff and --diff-base: give one of them", 2);
   if (!Sources.empty())
     return fail("--diff and --diff-base take the files from the diff; name no file", 2);
-  SmallString<256> Cwd;
-  sys::fs::current_path(Cwd);
-  std::string Name, Text;
-  if (!DiffBase.empty()) {
-    auto Out = mpnanny::check::gitDiff(DiffBase, std::string(Cwd));
-    if (!Out)
-      return fail(toString(Out.takeError()), 2);
-    Name = "git diff -U0 " + DiffBase;
-    Text = std::move(*Out);
-  } else {
-    Name = DiffOpt.empty() || DiffOpt == "-" ? "<stdin>" : DiffOpt.getValue();
-    auto Buffer = Name == "<stdin>" ? MemoryBuffer::getSTDIN() : MemoryBuffer::getFile(DiffOpt);
-    if (!Buffer)
-      return fail("cannot read the diff '" + Name + "': " + Buffer.getError().message(), 2);
-    Text = (*Buffer)->getBuffer().str();
-  }
-  auto Files = mpnanny::check::parseUnifiedDiff(Text, Name);
-  if (!Files)
-    return fail(toString(Files.takeError()), 2);
-
-  // The database's files: where a diff path relative to some other root is found, and, with
-  // -p, the only files that can be scanned (their flags are there).
-  std::vector<std::string> Known;
-  bool FromDatabase = !BuildPath.empty() && !HaveFixedFlags;
-  if (FromDatabase) {
-    std::string Error;
-    auto DB = tooling::CompilationDatabase::loadFromDirectory(BuildPath, Error);
-    if (!DB)
-      return fail("no compilation database in '" + BuildPath +
-                      "': no compile_commands.json there (configure with "
-                      "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON)",
-                  2);
-    for (const auto &F : DB->getAllFiles()) {
-      SmallString<256> Real;
-      Known.push_back(sys::fs::real_path(F, Real) ? F : std::string(Real));
-    }
-  }
-  std::vector<std::string> Roots = {mpnanny::check::gitTopLevel(std::string(Cwd)),
-                                    std::string(Cwd)};
-  if (!BuildPath.empty()) {
-    SmallString<256> Build(BuildPath);
-    sys::fs::make_absolute(Build);
-    Roots.push_back(sys::path::parent_path(Build).str());
-    Roots.push_back(std::string(Build));
-  }
-  std::vector<std::string> Missing;
-  Changed = mpnanny::check::resolveDiffPaths(*Files, Roots, Known, Missing);
-  for (const auto &M : Missing)
-    errs() << "mpnanny-check: note: " << M << " (from the diff) not found; skipped\n";
-  for (const auto &[File, Lines] : *Changed) {
-    if (Lines.empty())
-      continue; // only deletions: no line of the new file to report on
-    bool Listed = std::find(Known.begin(), Known.end(), File) != Known.end();
-    if (FromDatabase ? Listed : mpnanny::check::isTranslationUnit(File))
-      Sources.push_back(File);
-    else if (FromDatabase && mpnanny::check::isTranslationUnit(File))
-      errs() << "mpnanny-check: note: " << File << " is not in " << BuildPath
-             << "/compile_commands.json; skipped\n";
-  }
+  auto Lines = mpnanny::check::readChangedLines(
+      DiffBase.empty() ? std::string(DiffOpt) : std::string(), DiffBase, BuildPath,
+      !BuildPath.empty() && !HaveFixedFlags, Sources);
+  if (!Lines)
+    return fail(toString(Lines.takeError()), 2);
+  Changed = std::move(*Lines);
   return 0;
 }
 
