@@ -4,9 +4,9 @@ same findings on every real-code file. Runs on a sample of each repository's fil
 (the N of its label file's `files:` with the most labels), with the compilation database, the project file
 and the facts that score.py left in src/OWNER+NAME/.mpnanny-build/ (run tools/realcode.sh or
 score.py on the repository first), so that both doors see what a user's two doors would see:
-mpnanny-check finds the facts and the project file itself; clang-tidy finds the facts next
-to the database and is given a declared precision as `.clang-tidy` would give it
-(CheckOptions: {Precision: P}).
+mpnanny-check finds the facts and the project file itself; clang-tidy is given the facts file
+and a declared precision as a project's `.clang-tidy` would give them
+(CheckOptions: {Precision: P, FactsFile: F}).
 
   python3 test/realcode/doors.py --per-repo 3                   # every repository scored
   python3 test/realcode/doors.py Lehdari/DooT2 --per-repo 10
@@ -93,9 +93,17 @@ def main():
         sample = sorted((p for p in doc.get("files") or []
                          if os.path.normpath(os.path.join(root, p)) in listed),
                         key=lambda p: (-labelled.get(p, 0), p))[:args.per_repo]
+        # The plugin looks for the facts upward from each command's directory, which is the
+        # repository here (a CMake build's is the build folder, where the facts are): name the
+        # file, as a project's .clang-tidy would.
+        options = []
+        if doc["precision_how"] == "declared":
+            options.append("Precision: %s" % doc["precision"])
+        facts = os.path.join(build, "mpnanny-facts.json")
+        if os.path.exists(facts):
+            options.append("FactsFile: '%s'" % facts)
         config = "{Checks: '-*,mpnanny-*'%s}" % (
-            ", CheckOptions: {Precision: %s}" % doc["precision"]
-            if doc["precision_how"] == "declared" else "")
+            ", CheckOptions: {%s}" % ", ".join(options) if options else "")
         for rel in sample:
             path = os.path.join(root, rel)
             rc_check, out_check = run([args.mpnanny_check, "-p", build, path], root, args.timeout)
