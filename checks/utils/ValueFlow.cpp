@@ -317,6 +317,13 @@ ValueFlow::argumentsPassedFor(const ParmVarDecl &Param) const {
   return Arguments;
 }
 
+bool ValueFlow::isAssigned(const FieldDecl &Field) const {
+  index();
+  auto It = Indexed->MemberWrites.find(&Field);
+  return (It != Indexed->MemberWrites.end() && !It->second.empty()) ||
+         Indexed->MemberChangedInPlace.count(&Field);
+}
+
 std::vector<const Expr *> ValueFlow::valuesAssignedTo(const FieldDecl &Field) const {
   index();
   std::vector<const Expr *> Values;

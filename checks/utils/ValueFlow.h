@@ -65,6 +65,8 @@ public:
   /// What every call of Param's function in this unit passes for it; nullopt when the unit
   /// has no call or a call leaves it to the default (the callers elsewhere are not seen).
   std::optional<std::vector<const Expr *>> argumentsPassedFor(const ParmVarDecl &Param) const;
+  /// Whether the unit assigns the member outside constructor initializers.
+  bool isAssigned(const FieldDecl &Field) const;
   /// Every value this unit gives a member: its in-class initializer, constructors'
   /// initializers and assignments.
   std::vector<const Expr *> valuesAssignedTo(const FieldDecl &Field) const;

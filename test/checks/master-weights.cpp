@@ -116,3 +116,16 @@ struct OtherMemberConverted {
     torch::optim::SGD opt(student_->parameters(), torch::optim::SGDOptions(0.1));
   }
 };
+
+// The constructor builds an optimizer that init() replaces after converting the modules:
+// the replacement is the optimizer that trains, and the one reported.
+struct RebuiltInInit {
+  Net encoder_;
+  std::unique_ptr<torch::optim::AdamW> opt_;
+  RebuiltInInit() : opt_(std::make_unique<torch::optim::AdamW>(encoder_->parameters())) {}
+  void init() {
+    encoder_->to(torch::kBFloat16);
+    opt_ = std::make_unique<torch::optim::AdamW>(encoder_->parameters());
+// CHECK: :[[@LINE-1]]:12: warning: torch::optim::AdamW updates bf16 parameters in place{{.*}} [mpnanny-master-weights]
+  }
+};
