@@ -114,10 +114,10 @@ int main(int argc, char **argv) {
       if (step % 10 == 0 || step + 1 == steps)
         std::cout << "step " << step << " loss " << loss.item<float>() << "\n";
     }
-  } catch (const c10::Error &error) {
+  } catch (const std::exception &error) {
     // In fp16 the -1e9 mask fill does not fit, and LibTorch raises: the run ends here, and the
     // nanny still writes down what it saw.
-    std::cerr << "training stopped at step " << step << ": " << error.what_without_backtrace() << "\n";
+    std::cerr << "training stopped at step " << step << ": " << error.what() << "\n";
     nanny.close();
     return 1;
   }
