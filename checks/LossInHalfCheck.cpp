@@ -126,7 +126,7 @@ void LossInHalfCheck::checkReducedTotal(const CallExpr &Call, ASTContext &Ctx) {
   if (!Format)
     return;
   // Under autocast an op autocast does not cover follows its input, half only where seen.
-  if (kb::isAutocast(Why.Value) && Op->Autocast == kb::AutocastPolicy::None &&
+  if (kb::isAutocast(Why.Value) && PC.autocastPolicy(Op, Why) == kb::AutocastPolicy::None &&
       !explicitDtype(*TC)) {
     std::optional<kb::Format> Input = TC->Self ? PC.knownFormat(TC->Self) : std::nullopt;
     if (!Input || !kb::isHalfFormat(*Input))

@@ -214,8 +214,8 @@ public:
   Op op(const YAML::Node &N) const {
     expectMap(N, "an op");
     allowKeys(N,
-              {"id", "summary", "spellings", "has_self", "aten", "autocast", "risks", "value_args",
-               "range", "transfer", "check", "references"},
+              {"id", "summary", "spellings", "has_self", "aten", "autocast", "autocast_cpu",
+               "autocast_1_13", "risks", "value_args", "range", "transfer", "check", "references"},
               "an op");
     Op O;
     O.Where = markOf(N);
@@ -239,11 +239,18 @@ public:
       if (O.Aten[I].rfind("aten::", 0) != 0)
         fail(N["aten"].IsSequence() ? N["aten"][I] : N["aten"],
              "ATen op names start with 'aten::', not '" + O.Aten[I] + "'");
+    // CUDA autocast's policy (LibTorch 2.x), CPU autocast's, and CUDA's in 1.13 where it differs.
+    auto Policy = [&](const char *Key) {
+      return choice(N[Key], std::string("'") + Key + "'",
+                    {AutocastPolicy::Lower, AutocastPolicy::FP32, AutocastPolicy::FP32UnlessDtype,
+                     AutocastPolicy::Promote, AutocastPolicy::Banned, AutocastPolicy::None});
+    };
     if (N["autocast"])
-      O.Autocast =
-          choice(N["autocast"], "'autocast'",
-                 {AutocastPolicy::Lower, AutocastPolicy::FP32, AutocastPolicy::FP32UnlessDtype,
-                  AutocastPolicy::Promote, AutocastPolicy::Banned, AutocastPolicy::None});
+      O.Autocast = Policy("autocast");
+    if (N["autocast_cpu"])
+      O.AutocastCpu = Policy("autocast_cpu");
+    if (N["autocast_1_13"])
+      O.AutocastLegacy = Policy("autocast_1_13");
     if (YAML::Node Risks = N["risks"]) {
       if (!Risks.IsSequence())
         fail(Risks, "'risks' must be a list");

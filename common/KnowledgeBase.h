@@ -27,7 +27,7 @@ using Format = vocab::Format;
 /// How bad a finding is.
 using Severity = vocab::Severity;
 
-/// CUDA autocast's treatment of an op (aten/src/ATen/autocast_mode.cpp).
+/// Autocast's treatment of an op (aten/src/ATen/autocast_mode.cpp): per device and version.
 enum class AutocastPolicy { Lower, FP32, FP32UnlessDtype, Promote, Banned, None };
 enum class RiskKind { Overflow, Underflow, PrecisionLoss, Domain, Banned };
 
@@ -83,6 +83,11 @@ struct Op {
   bool HasSelf = true;                 ///< free-function form takes the tensor first
   std::vector<std::string> Aten;
   AutocastPolicy Autocast = AutocastPolicy::None;
+  /// CPU autocast's treatment (LibTorch 2.x's AutocastCPU kernels): a shorter list, where
+  /// softmax, exp, log, layer_norm and sum are not upcast (`autocast_cpu`, default none).
+  AutocastPolicy AutocastCpu = AutocastPolicy::None;
+  /// CUDA autocast's treatment in LibTorch 1.13, where it differs from `Autocast` (2.x).
+  std::optional<AutocastPolicy> AutocastLegacy;
   std::vector<Risk> Risks;
   std::vector<ValueArg> ValueArgs;
   std::optional<RangeSpec> Range;

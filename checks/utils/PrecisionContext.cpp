@@ -32,6 +32,19 @@ bool isNnModuleRecord(const CXXRecordDecl *RD) {
   return RD && RD->getIdentifier() && RD->getName() == "Module" && inNamespace(*RD, "torch", "nn");
 }
 
+/// Whether the translation unit declares at::autocast::<Name>.
+bool declaresAutocast(ASTContext &Ctx, llvm::StringRef Name) {
+  auto Lookup = [&](const DeclContext *DC, llvm::StringRef N) -> const DeclContext * {
+    for (const NamedDecl *D : DC->lookup(DeclarationName(&Ctx.Idents.get(N))))
+      if (const auto *NS = dyn_cast<NamespaceDecl>(D))
+        return NS;
+    return nullptr;
+  };
+  const DeclContext *At = Lookup(Ctx.getTranslationUnitDecl(), "at");
+  const DeclContext *Autocast = At ? Lookup(At, "autocast") : nullptr;
+  return Autocast && !Autocast->lookup(DeclarationName(&Ctx.Idents.get(Name))).empty();
+}
+
 /// The key of a declaration across translation units: its USR. A declaration without one
 /// (none in practice) gets a key that stays within this unit.
 std::string keyOf(const Decl *D) {
@@ -183,10 +196,13 @@ void PrecisionContext::collect() {
   }
   collectDtypes(Collector.Found, Collector.Records);
 
+  // LibTorch 1.x spells the switches set_enabled / set_cpu_enabled and has no
+  // set_autocast_dtype (2.4+); its CUDA op list differs a little (rules/README.md).
+  LegacyAutocast =
+      declaresAutocast(Ctx, "set_enabled") && !declaresAutocast(Ctx, "set_autocast_dtype");
+
   // The autocast dtypes are process state: a setter anywhere in the unit applies, so
   // switches get their dtype once every function has been read.
-  std::vector<std::pair<ModelToggle *, bool>> CpuToggles;
-  std::vector<std::pair<std::string, Span>> Found;
   for (const FunctionDecl *FD : Collector.Found) {
     SourceRange R = FD->getSourceRange();
     SourceLocation B = SM.getExpansionLoc(R.getBegin()), E = SM.getExpansionLoc(R.getEnd());
@@ -206,18 +222,18 @@ void PrecisionContext::collect() {
     if (const auto *M = dyn_cast<CXXMethodDecl>(FD))
       F.Class = keyOf(M->getParent()->getCanonicalDecl());
     F.IsConstructor = isa<CXXConstructorDecl>(FD);
-    collectFunction(*FD, S, F, CpuToggles);
+    collectFunction(*FD, S, F);
     Spans.push_back(std::move(S));
   }
-  for (auto &[Toggle, Cpu] : CpuToggles)
-    Toggle->Dtype = Cpu ? CpuAutocastDtype : GpuAutocastDtype;
-  for (auto &[Key, F] : Model.Functions)
+  for (auto &[Key, F] : Model.Functions) {
+    for (ModelToggle &T : F.Toggles)
+      T.Dtype = T.Cpu ? CpuAutocastDtype : GpuAutocastDtype;
     std::stable_sort(F.Toggles.begin(), F.Toggles.end(),
                      [](const ModelToggle &A, const ModelToggle &B) { return A.Order < B.Order; });
+  }
 }
 
-bool PrecisionContext::collectAutocastCall(const CallExpr &Call, ModelFunction &F,
-                                           std::vector<std::pair<unsigned, bool>> &Pending) {
+bool PrecisionContext::collectAutocastCall(const CallExpr &Call, ModelFunction &F) {
   const FunctionDecl *Callee = Call.getDirectCallee();
   if (!Callee || !Callee->getIdentifier() || !inNamespace(*Callee, "at", "autocast"))
     return false;
@@ -244,20 +260,38 @@ bool PrecisionContext::collectAutocastCall(const CallExpr &Call, ModelFunction &
     });
     return Cpu;
   };
-  auto Switch = [&](bool On, bool Cpu) {
-    F.Toggles.push_back(
-        {OffsetOf(Call.getBeginLoc()), On, Format::FP16, SeenAt(Call.getBeginLoc())});
-    Pending.push_back({F.Toggles.size() - 1, Cpu});
+  // `bool was = is_enabled(); ... set_enabled(was);`: the state saved before, restored.
+  auto ArgIsSavedState = [&](unsigned I) {
+    if (I >= Call.getNumArgs())
+      return false;
+    const auto *Ref = dyn_cast<DeclRefExpr>(Call.getArg(I)->IgnoreParenImpCasts());
+    const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+    const Expr *Init = Var && Var->getInit() ? Var->getInit()->IgnoreParenImpCasts() : nullptr;
+    const auto *Read = dyn_cast_or_null<CallExpr>(Init);
+    const FunctionDecl *Getter = Read ? Read->getDirectCallee() : nullptr;
+    return Getter && Getter->getIdentifier() && inNamespace(*Getter, "at", "autocast") &&
+           (Getter->getName() == "is_enabled" || Getter->getName() == "is_cpu_enabled" ||
+            Getter->getName() == "is_autocast_enabled");
   };
+  // The dtype is filled in by collect(), once every setter of the unit has been read.
+  auto Switch = [&](unsigned Arg, bool Cpu) {
+    ModelToggle T{OffsetOf(Call.getBeginLoc()), ArgBool(Arg), Format::FP16,
+                  SeenAt(Call.getBeginLoc())};
+    T.Cpu = Cpu;
+    T.Restore = ArgIsSavedState(Arg);
+    F.Toggles.push_back(T);
+  };
+  // 1.x: set_enabled (CUDA) and set_cpu_enabled; 2.4+: set_autocast_enabled(device, on), where
+  // the 1.x names remain as deprecated wrappers.
   if (N == "clear_cache") {
     if (!F.ClearsAutocastCache)
       F.ClearsAutocastCache = SeenAt(Call.getBeginLoc());
   } else if (N == "set_enabled")
-    Switch(ArgBool(0), false);
+    Switch(0, false);
   else if (N == "set_cpu_enabled")
-    Switch(ArgBool(0), true);
+    Switch(0, true);
   else if (N == "set_autocast_enabled")
-    Switch(ArgBool(1), ArgIsCpu(0));
+    Switch(1, ArgIsCpu(0));
   else if (N == "set_autocast_gpu_dtype" || N == "set_autocast_cpu_dtype" ||
            N == "set_autocast_dtype") {
     bool Cpu = N == "set_autocast_cpu_dtype" || (N == "set_autocast_dtype" && ArgIsCpu(0));
@@ -267,12 +301,10 @@ bool PrecisionContext::collectAutocastCall(const CallExpr &Call, ModelFunction &
   return true;
 }
 
-void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, ModelFunction &F,
-                                       std::vector<std::pair<ModelToggle *, bool>> &CpuToggles) {
+void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, ModelFunction &F) {
   const SourceManager &SM = Ctx.getSourceManager();
   auto OffsetOf = [&](SourceLocation L) { return SM.getFileOffset(SM.getExpansionLoc(L)); };
   auto SeenAt = [&](SourceLocation L) { return Seen{SM.getExpansionLoc(L), Place()}; };
-  std::vector<std::pair<unsigned, bool>> PendingToggles; // index into F.Toggles, cpu
   llvm::DenseSet<const Stmt *> OpsOwnDtypes; // dtype names an op computes in (not markers)
   // An explicit stack rather than recursion: generated code nests expressions thousands
   // deep (a sum of 10k terms), deeper than a thread's stack. Pre-order, children in order.
@@ -293,7 +325,7 @@ void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, Mode
       continue;
     if (const auto *Call = dyn_cast<CallExpr>(S)) {
       const FunctionDecl *Callee = Call->getDirectCallee();
-      if (collectAutocastCall(*Call, F, PendingToggles))
+      if (collectAutocastCall(*Call, F))
         continue; // dtype names inside autocast calls are not conversions
       if (auto TC = classifyTorchCall(*Call); TC && dtypeIsTheResultsOnly(*TC))
         for (const Expr *Arg : TC->Args)
@@ -364,8 +396,6 @@ void PrecisionContext::collectFunction(const FunctionDecl &FD, Span &Where, Mode
       Work.push_back({Child, ScopeEnd});
     std::reverse(Work.begin() + FirstChild, Work.end());
   }
-  for (auto [Index, Cpu] : PendingToggles)
-    CpuToggles.push_back({&F.Toggles[Index], Cpu});
 }
 
 void PrecisionContext::collectDtypes(const std::vector<const FunctionDecl *> &Functions,
@@ -659,10 +689,20 @@ std::optional<Format> PrecisionContext::knownFormat(const Expr *E) const {
   return knownFormatImpl(E, 0);
 }
 
+kb::AutocastPolicy PrecisionContext::autocastPolicy(const kb::Op *Op,
+                                                    const PrecisionReason &Why) const {
+  if (!Op)
+    return kb::AutocastPolicy::None;
+  if (Why.CpuAutocast)
+    return Op->AutocastCpu;
+  return LegacyAutocast && Op->AutocastLegacy ? *Op->AutocastLegacy : Op->Autocast;
+}
+
 std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
                                                         const kb::Op *Op) const {
-  Precision Context = at(*Call.Call).Value;
-  kb::AutocastPolicy Policy = Op ? Op->Autocast : kb::AutocastPolicy::None;
+  const PrecisionReason Why = at(*Call.Call);
+  Precision Context = Why.Value;
+  kb::AutocastPolicy Policy = autocastPolicy(Op, Why);
   std::optional<Format> Explicit = explicitDtypeOf(Call);
   std::optional<Format> Input = Call.Self ? knownFormat(Call.Self) : std::nullopt;
   // torch::full(size, v) makes an fp32 tensor in any context: autocast does not cover

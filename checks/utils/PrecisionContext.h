@@ -3,9 +3,10 @@
 // The precision each piece of user code computes in: fp32, fp16, bf16 (a model or
 // tensors converted to half), or autocast-fp16 / autocast-bf16. Inferred once per
 // translation unit from conversions (`.to(torch::kHalf)`, `module->to(kBFloat16)`),
-// autocast switches (1.13 and 2.4+ spellings, and user guard classes that flip
-// them), and the calls between user functions, in this unit and across the project (its
-// facts); code that shows no evidence of its own takes the precision the project declares.
+// autocast switches (1.13 and 2.4+ spellings, CUDA and CPU, saved and restored states, and
+// user guard classes that flip them), and the calls between user functions, in this unit and
+// across the project (its facts); code that shows no evidence of its own takes the precision
+// the project declares.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MPNANNY_CHECKS_PRECISIONCONTEXT_H
@@ -55,6 +56,10 @@ public:
   /// (`x.to(torch::kFloat)`, a local initialized from one, an op on such a tensor).
   std::optional<kb::Format> knownFormat(const Expr *E) const;
 
+  /// What autocast does with the op where the code runs as `Why` says: CUDA's list (LibTorch
+  /// 1.13's where the unit's headers are 1.x), or CPU autocast's shorter one. None for no op.
+  kb::AutocastPolicy autocastPolicy(const kb::Op *Op, const PrecisionReason &Why) const;
+
   /// The format the op computes in at this call; std::nullopt when autocast bans it.
   std::optional<kb::Format> computeFormatOf(const TorchCall &Call, const kb::Op *Op) const;
 
@@ -96,14 +101,15 @@ private:
   /// Members and variables given a dtype in this unit (the lowest one), by declaration.
   llvm::DenseMap<const ValueDecl *, DtypeFact> LocalDtypes;
   kb::Format GpuAutocastDtype = kb::Format::FP16, CpuAutocastDtype = kb::Format::BF16;
+  /// The unit's LibTorch has the autocast API of 1.x (no set_autocast_dtype): CUDA autocast's
+  /// op list is 1.13's (kb::Op::AutocastLegacy).
+  bool LegacyAutocast = false;
 
   void collect();
-  void collectFunction(const FunctionDecl &FD, Span &Where, ModelFunction &F,
-                       std::vector<std::pair<ModelToggle *, bool>> &CpuToggles);
+  void collectFunction(const FunctionDecl &FD, Span &Where, ModelFunction &F);
   /// Records Call as an autocast switch or dtype setter of F; false when it is not an
-  /// at::autocast call. Pending gets (index into F.Toggles, whether it is CPU autocast).
-  bool collectAutocastCall(const CallExpr &Call, ModelFunction &F,
-                           std::vector<std::pair<unsigned, bool>> &Pending);
+  /// at::autocast call. A switch's dtype is set by collect() once the unit is read.
+  bool collectAutocastCall(const CallExpr &Call, ModelFunction &F);
   void collectDtypes(const std::vector<const FunctionDecl *> &Functions,
                      const std::vector<const CXXRecordDecl *> &Classes);
   void applyFacts();

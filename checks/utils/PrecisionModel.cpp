@@ -99,14 +99,16 @@ void PrecisionModel::resolveToggles() {
         if (Callee != Functions.end() && Callee->second.IsConstructor)
           continue;
         if (auto Net = netToggleOf(C.Callee))
-          Switches.push_back({C.Order, Net->On, Net->Dtype, C.Where});
+          Switches.push_back({C.Order, Net->On, Net->Dtype, C.Where, Net->Cpu});
       }
       std::stable_sort(Switches.begin(), Switches.end(), ByOrder);
+      // A function whose last switch restores the saved state leaves its caller's as it was.
       std::optional<ModelToggle> Net;
-      if (!Switches.empty())
+      if (!Switches.empty() && !Switches.back().Restore)
         Net = Switches.back();
       bool Same = Net.has_value() == F.NetToggle.has_value() &&
-                  (!Net || (Net->On == F.NetToggle->On && Net->Dtype == F.NetToggle->Dtype));
+                  (!Net || (Net->On == F.NetToggle->On && Net->Dtype == F.NetToggle->Dtype &&
+                            Net->Cpu == F.NetToggle->Cpu));
       if (!Same) {
         F.NetToggle = Net;
         Changed = true;
@@ -121,8 +123,8 @@ void PrecisionModel::resolveToggles() {
       auto Net = netToggleOf(G.Constructor);
       if (!Net || !Net->On)
         continue;
-      F.Effective.push_back({G.Order, true, Net->Dtype, G.Where});
-      F.Effective.push_back({G.ScopeEnd, false, Net->Dtype, G.Where});
+      F.Effective.push_back({G.Order, true, Net->Dtype, G.Where, Net->Cpu});
+      F.Effective.push_back({G.ScopeEnd, false, Net->Dtype, G.Where, Net->Cpu});
     }
     std::stable_sort(F.Effective.begin(), F.Effective.end(), ByOrder);
   }
@@ -156,9 +158,14 @@ PrecisionReason PrecisionModel::at(const ModelFunction &F, unsigned Order) const
   const ModelToggle *Last = nullptr;
   for (const ModelToggle &T : F.Effective)
     if (T.Order <= Order)
-      Last = &T;
-  if (Last && Last->On)
-    return reasonAt(autocastPrecision(Last->Dtype), Last->Where, "autocast is enabled here");
+      Last = T.Restore ? nullptr : &T; // restored: the state the function began with
+  if (Last && Last->On) {
+    PrecisionReason R =
+        reasonAt(autocastPrecision(Last->Dtype), Last->Where,
+                 Last->Cpu ? "CPU autocast is enabled here" : "autocast is enabled here");
+    R.CpuAutocast = Last->Cpu;
+    return R;
+  }
   if (!Last && kb::isAutocast(F.Inherited.Value))
     return F.Inherited;
   if (F.Marker)
@@ -196,6 +203,7 @@ void PrecisionModel::propagate() {
           G.Inherited = reasonAt(Here.Value, C.Where,
                                  "called from '" + F.Name + "' in " + kb::toString(Here.Value) +
                                      " context here");
+          G.Inherited.CpuAutocast = Here.CpuAutocast;
           Changed = true;
         }
       }

@@ -40,6 +40,9 @@ struct PrecisionReason {
   SourceLocation Where;
   std::string Why;
   Place Elsewhere; ///< where Where is not in this translation unit
+  /// For an autocast precision: CPU autocast (`set_autocast_enabled(at::kCPU, true)`), whose
+  /// op list is shorter than CUDA's (kb::Op::AutocastCpu).
+  bool CpuAutocast = false;
 };
 
 /// Where a fact was seen: a location in this translation unit, or a place elsewhere.
@@ -53,6 +56,10 @@ struct ModelToggle {
   bool On = false;
   kb::Format Dtype = kb::Format::FP16;
   Seen Where;
+  bool Cpu = false; ///< CPU autocast (at::kCPU, set_cpu_enabled), not CUDA's
+  /// Back to the state saved before (`bool was = is_enabled(); ... set_enabled(was)`): the
+  /// code after it runs as the function began, and a call of the function changes nothing.
+  bool Restore = false;
 };
 
 struct ModelCall {

@@ -65,10 +65,16 @@ Place placeFrom(const Value *V) {
 }
 
 Value toggleJson(const ModelToggle &T) {
-  return Object{{"order", T.Order},
-                {"on", T.On},
-                {"dtype", kb::toString(T.Dtype)},
-                {"where", placeJson(T.Where.At)}};
+  Object O{{"order", T.Order},
+           {"on", T.On},
+           {"dtype", kb::toString(T.Dtype)},
+           {"where", placeJson(T.Where.At)}};
+  // Written only when set, so that facts without them read as before.
+  if (T.Cpu)
+    O["cpu"] = true;
+  if (T.Restore)
+    O["restore"] = true;
+  return O;
 }
 
 ModelToggle toggleFrom(const Object &O, Reader &R) {
@@ -77,6 +83,8 @@ ModelToggle toggleFrom(const Object &O, Reader &R) {
   T.On = O.getBoolean("on").value_or(false);
   T.Dtype = R.format(O, "dtype");
   T.Where.At = placeFrom(O.get("where"));
+  T.Cpu = O.getBoolean("cpu").value_or(false);
+  T.Restore = O.getBoolean("restore").value_or(false);
   return T;
 }
 
@@ -294,6 +302,8 @@ Value ProjectFacts::toJson() const {
       O["precision"] = kb::toString(E.Inherited->Value);
       O["where"] = placeJson(E.Inherited->Elsewhere);
       O["why"] = E.Inherited->Why;
+      if (E.Inherited->CpuAutocast)
+        O["cpu_autocast"] = true;
     }
     if (E.NetToggle)
       O["toggle"] = toggleJson(*E.NetToggle);
@@ -341,6 +351,7 @@ std::optional<ProjectFacts> ProjectFacts::fromJson(const Value &V, std::string &
         Why.Value = *Value;
         Why.Elsewhere = placeFrom(FO->get("where"));
         Why.Why = FO->getString("why").value_or("").str();
+        Why.CpuAutocast = FO->getBoolean("cpu_autocast").value_or(false);
         E.Inherited = Why;
       }
       if (const Object *T = FO->getObject("toggle"))

@@ -9,7 +9,8 @@
 // scan, through either door, reads that file and starts from it.
 //
 // The file (mpnanny-facts.json, next to the compilation database by default):
-//   {"version": 1, "functions": {USR: {"precision", "where", "why", "toggle", "converts"}},
+//   {"version": 1, "functions": {USR: {"precision", "where", "why", "cpu_autocast", "toggle",
+//                                      "converts"}},
 //    "classes": {USR: {"format", "name", "where"}}, "dtypes": {USR: {"format", "where"}},
 //    "autocast_cache_clears": [place]}
 // Each unit's exported facts are cached beside it (mpnanny-facts.units/) with the files the

@@ -300,7 +300,8 @@ kb::Format RangeAnalysis::computeFormat(const Expr *E,
     return kb::Format::FP32;
   if (auto Known = Precision.knownFormat(E))
     return *Known;
-  kb::Precision Context = Precision.at(*E).Value;
+  const PrecisionReason Reason = Precision.at(*E);
+  kb::Precision Context = Reason.Value;
   if (Context == kb::Precision::FP32)
     return kb::Format::FP32;
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
@@ -329,7 +330,7 @@ kb::Format RangeAnalysis::computeFormat(const Expr *E,
   if (Context == kb::Precision::AutocastFP16 || Context == kb::Precision::AutocastBF16) {
     kb::Format Lowered =
         Context == kb::Precision::AutocastFP16 ? kb::Format::FP16 : kb::Format::BF16;
-    switch (OpEntry ? OpEntry->Autocast : kb::AutocastPolicy::None) {
+    switch (Precision.autocastPolicy(OpEntry, Reason)) {
     case kb::AutocastPolicy::Lower: return Lowered;
     case kb::AutocastPolicy::FP32:
     case kb::AutocastPolicy::FP32UnlessDtype:

@@ -93,9 +93,12 @@ class Nanny::Impl {
   // The op path (OpObserver.cpp).
   /// The op's line and, where it is one, its verified site.
   void locate(ObservedOp& op, bool for_sites);
+  /// A site's op: the type of its first tensor and its first scalar argument (on_op_end reads
+  /// them when the op raises).
+  void note_site_arguments(const at::RecordFunction& fn, ObservedOp& op);
   /// One tensor of an observed op: its output, or a gradient its backward node passes on.
   void observe_op_tensor(const at::Tensor& tensor, const ObservedOp& op);
-  void show_to_verifier(const ObservedOp& op, OpStats& stats);
+  void show_to_verifier(const ObservedOp& op, OpStats& stats, at::ScalarType dtype);
 
   // The session and its steps (Nanny.cpp).
   void start(std::vector<std::string> watched_names);

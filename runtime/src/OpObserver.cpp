@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <exception>
 #include <optional>
 #include <thread>
 
@@ -315,6 +317,7 @@ std::unique_ptr<at::ObserverContext> Nanny::Impl::on_op_start(const at::RecordFu
   // The autograd nodes this op creates take the sequence numbers from here on (hook_backward_of).
   context->first_sequence_nr = at::sequence_number::peek();
   locate(*context, for_sites);
+  if (context->site >= 0 && fn.needsInputs()) note_site_arguments(fn, *context);
   if ((!verify_only_ || context->site_reads_argument) && fn.needsInputs()) {
     for (const c10::IValue& input : fn.inputs()) {
       if (input.isTensor() && is_observable_tensor(input.toTensor())) context->inputs.push_back(input.toTensor());
@@ -342,6 +345,16 @@ void Nanny::Impl::locate(ObservedOp& op, bool for_sites) {
   op.site_reads_argument = op.site >= 0 && SiteVerifier::judges_argument(watched_.name(op.op_index));
 }
 
+void Nanny::Impl::note_site_arguments(const at::RecordFunction& fn, ObservedOp& op) {
+  for (const c10::IValue& input : fn.inputs()) {
+    if (input.isTensor() && op.site_input_dtype == at::ScalarType::Undefined) {
+      op.site_input_dtype = input.toTensor().scalar_type();
+    } else if ((input.isDouble() || input.isInt()) && std::isnan(op.site_scalar)) {
+      op.site_scalar = input.isDouble() ? input.toDouble() : static_cast<double>(input.toInt());
+    }
+  }
+}
+
 void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
   if (!active_.load()) return;
   const at::Tensor* output = nullptr;
@@ -351,7 +364,18 @@ void Nanny::Impl::on_op_end(const at::RecordFunction& fn, ObservedOp& op) {
       break;
     }
   }
-  if (!output) return;
+  if (!output) {
+    // A site's op that raised: its end callback runs while the exception unwinds. In fp16,
+    // masked_fill(-1e9) raises rather than overflowing.
+    if (op.site >= 0 && op.phase == Phase::Forward && std::uncaught_exceptions() > 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (sites_.verifier) {
+        sites_.verifier->observe_failure(static_cast<size_t>(op.site), step_, watched_.name(op.op_index),
+                                         op.site_input_dtype, op.site_scalar);
+      }
+    }
+    return;
+  }
   if (options_.observe_backward && output->requires_grad() && (!verify_only_ || op.site >= 0 || sites_.opless)) {
     hooks_.hook_backward_of(*output, op);
   }
@@ -382,7 +406,7 @@ void Nanny::Impl::on_backward_gradients(ObservedOp op, const std::vector<uint32_
 void Nanny::Impl::observe_op_tensor(const at::Tensor& tensor, const ObservedOp& op) {
   OpStats stats(tensor, op.inputs);
   if (stats.tensor().numel == 0) return;
-  if (op.site >= 0) show_to_verifier(op, stats);
+  if (op.site >= 0) show_to_verifier(op, stats, tensor.scalar_type());
   if (verify_only_) return;
   const std::string& op_name = watched_.name(op.op_index);
   std::vector<Finding> findings = policy_.judge_op_tensor(stats, op.phase, op_name);
@@ -405,12 +429,12 @@ void Nanny::Impl::observe_op_tensor(const at::Tensor& tensor, const ObservedOp& 
   for (const Finding& finding : findings) raise(finding, op.phase, op_name, "", op.location_id, seq);
 }
 
-void Nanny::Impl::show_to_verifier(const ObservedOp& op, OpStats& stats) {
+void Nanny::Impl::show_to_verifier(const ObservedOp& op, OpStats& stats, at::ScalarType dtype) {
   const TensorStats* argument =
       op.phase == Phase::Forward && op.site_reads_argument && stats.input_count() > 0 ? &stats.input(0) : nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!sites_.verifier) return;
-  sites_.verifier->observe(static_cast<size_t>(op.site), step_, stats.tensor());
+  sites_.verifier->observe(static_cast<size_t>(op.site), step_, stats.tensor(), dtype);
   if (argument) sites_.verifier->observe_argument(static_cast<size_t>(op.site), step_, *argument);
 }
 

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,6 +32,10 @@ struct ObservedOp : at::ObserverContext {
   uint64_t first_sequence_nr = 0;
   bool hid_inner_ops = false;  // switched RecordFunction off on this thread until its end
   std::vector<at::Tensor> inputs;
+  // A site's op: its first tensor input's type and its first scalar argument, for an op that
+  // raises instead of returning (SiteVerifier::observe_failure).
+  at::ScalarType site_input_dtype = at::ScalarType::Undefined;
+  double site_scalar = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// The ops a session watches, by index, and the index of a RecordFunction's op name, which every

@@ -178,9 +178,32 @@ const FormatLimits& SiteVerifier::limits_for(const Site& site) const {
   return target_ == Precision::BF16 ? kBf16Limits : kFp16Limits;
 }
 
-void SiteVerifier::observe(size_t index, int64_t step, const TensorStats& stats) {
+void SiteVerifier::observe(size_t index, int64_t step, const TensorStats& stats, c10::ScalarType dtype) {
   if (index >= sites_.size()) return;
-  for (const size_t mate : line_mates_[index]) observe_one(mate, step, stats);
+  for (const size_t mate : line_mates_[index]) observe_one(mate, step, stats, dtype);
+}
+
+void SiteVerifier::observe_failure(size_t index, int64_t step, const std::string& op, c10::ScalarType input_dtype,
+                                   double scalar) {
+  if (index >= sites_.size()) return;
+  for (const size_t mate : line_mates_[index]) {
+    const Site& site = sites_[mate];
+    const FormatLimits& limits = limits_for(site);
+    const bool fp16 = &limits == &kFp16Limits;
+    const bool in_format = input_dtype == (fp16 ? c10::ScalarType::Half : c10::ScalarType::BFloat16);
+    if (site.risk != "overflow" || !in_format || !(std::fabs(scalar) > limits.max_finite)) continue;
+    Evidence& e = evidence_[mate];
+    ++e.executions;
+    if (step != e.last_step) {
+      ++e.steps_observed;
+      e.last_step = step;
+    }
+    const std::string format = to_string(fp16 ? Precision::FP16 : Precision::BF16);
+    record_first(e.confirmed, site, Verdict::Confirmed, step, std::fabs(scalar),
+                 "observed in " + format + ": " + op + " raised on a tensor in " + format + ", its value " +
+                     number(scalar) + " being beyond " + number(limits.max_finite) + " (" + format + " max)");
+    e.nonfinite = true;  // no headroom to state: the op could not run
+  }
 }
 
 void SiteVerifier::record_first(std::optional<SiteVerdict>& slot, const Site& site, Verdict verdict, int64_t step,
@@ -203,13 +226,16 @@ void SiteVerifier::note_smallest(Evidence& e, double min_abs_nonzero, int64_t st
   }
 }
 
-void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& stats) {
+void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& stats, c10::ScalarType dtype) {
   const Site& site = sites_[index];
   Evidence& e = evidence_[index];
   ++e.executions;
   const FormatLimits& limits = limits_for(site);
   const bool fp16 = &limits == &kFp16Limits;
   const std::string format = to_string(fp16 ? Precision::FP16 : Precision::BF16);
+  // Values computed in the site's own format: what they show happened, in that format.
+  const bool computed_in_format = dtype == (fp16 ? c10::ScalarType::Half : c10::ScalarType::BFloat16);
+  const std::string observed = computed_in_format ? "observed in " + format + ": " : "";
   const int64_t overflow = fp16 ? stats.fp16_overflow : stats.bf16_overflow;
   const int64_t flushed = fp16 ? stats.fp16_flush : stats.bf16_flush;
   const int64_t subnormal = fp16 ? stats.fp16_subnormal : stats.bf16_subnormal;
@@ -226,16 +252,16 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
   // and lost precision end in.
   if (risk != "underflow" && (stats.nan_count > 0 || stats.inf_count > 0)) {
     record(e.confirmed, Verdict::Confirmed, static_cast<double>(stats.nan_count + stats.inf_count),
-           std::to_string(stats.nan_count) + " NaN, " + std::to_string(stats.inf_count) + " Inf");
+           observed + std::to_string(stats.nan_count) + " NaN, " + std::to_string(stats.inf_count) + " Inf");
   }
   if (risk == "overflow" || risk == "precision-loss") {
     if (overflow > 0) {
       record(e.confirmed, Verdict::Confirmed, stats.max_abs,
              "max |x| = " + number(stats.max_abs) + " > " + number(limits.max_finite) + " (" + format + " max)");
     } else if (stats.max_abs * 2.0 > limits.max_finite) {
-      record(
-          e.at_risk, Verdict::AtRisk, stats.max_abs,
-          "max |x| = " + number(stats.max_abs) + ", headroom " + number(limits.max_finite / stats.max_abs) + "x < 2x");
+      record(e.at_risk, Verdict::AtRisk, stats.max_abs,
+             observed + "max |x| = " + number(stats.max_abs) + ", headroom " +
+                 number(limits.max_finite / stats.max_abs) + "x < 2x");
     }
   } else if (risk == "underflow") {
     if (flushed > 0) {
@@ -244,7 +270,7 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
                  " (min |x| = " + number(stats.min_abs_nonzero) + ")");
     } else if (subnormal > 0) {
       record(e.at_risk, Verdict::AtRisk, stats.min_abs_nonzero,
-             std::to_string(subnormal) + " values subnormal in " + format);
+             observed + std::to_string(subnormal) + " values subnormal in " + format);
     }
   } else if (risk == "banned") {
     record(e.confirmed, Verdict::Confirmed, static_cast<double>(e.executions), "executed");

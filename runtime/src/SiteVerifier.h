@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <c10/core/ScalarType.h>
+
 #include "mpnanny/Alert.h"
 #include "mpnanny/TensorStats.h"
 
@@ -75,7 +77,14 @@ class SiteVerifier {
   /// One output of a site's op on `step`. It counts for every site on the same line that could
   /// have run the op: an op's line is all the observer knows, so two flagged ops on one line
   /// share their evidence rather than one site getting the other's.
-  void observe(size_t site, int64_t step, const TensorStats& stats);
+  /// `dtype`: the output's own type. Values computed in the site's format (fp16 on LibTorch 2.x's
+  /// CPU, or a GPU) are evidence "observed in fp16"; fp32 values are judged by their headroom.
+  void observe(size_t site, int64_t step, const TensorStats& stats, c10::ScalarType dtype = c10::ScalarType::Float);
+  /// A site's op raised on `step` instead of returning. With its input in the site's format and a
+  /// scalar argument (`fill`) beyond that format's range, that is the overflow itself, observed:
+  /// masked_fill(-1e9) on an fp16 tensor raises "value cannot be converted to type at::Half
+  /// without overflow".
+  void observe_failure(size_t site, int64_t step, const std::string& op, c10::ScalarType input_dtype, double scalar);
 
   /// Ops whose underflow is their argument's: log of a value fp16 flushes to 0 is -inf, while
   /// the log's own output (-23 for 1e-10) is unremarkable. Their sites are judged on both.
@@ -109,7 +118,7 @@ class SiteVerifier {
     int64_t smallest_step = -1;
   };
   const FormatLimits& limits_for(const Site& site) const;
-  void observe_one(size_t site, int64_t step, const TensorStats& stats);
+  void observe_one(size_t site, int64_t step, const TensorStats& stats, c10::ScalarType dtype);
   /// Fills `slot` with the site's first evidence of a kind; later evidence leaves it as it is.
   static void record_first(std::optional<SiteVerdict>& slot, const Site& site, Verdict verdict, int64_t step,
                            double value, const std::string& evidence);

@@ -30,12 +30,15 @@ config.substitutions.append(("%binary_dir", config.mpnanny_binary_dir))
 
 if config.torch_include_dirs:
     config.available_features.add("libtorch")
-    config.substitutions.append(
-        # /usr/include is a system folder already: -isystem would put it before the C++
-        # library's headers and break <cstdlib>'s #include_next <stdlib.h>.
-        ("%torch_flags", "-std=c++17 " + " ".join(
-            "-isystem " + d for d in config.torch_include_dirs
-            if os.path.normpath(d) not in ("/usr/include", "/usr/local/include"))))
+    # LibTorch 2.x (C++20 parses with its headers; 1.13's do not).
+    if config.torch_version.split(".")[0].isdigit() and int(config.torch_version.split(".")[0]) >= 2:
+        config.available_features.add("libtorch-2")
+    # /usr/include is a system folder already: -isystem would put it before the C++
+    # library's headers and break <cstdlib>'s #include_next <stdlib.h>.
+    torch_includes = " ".join("-isystem " + d for d in config.torch_include_dirs
+                              if os.path.normpath(d) not in ("/usr/include", "/usr/local/include"))
+    config.substitutions.append(("%torch_flags", "-std=c++17 " + torch_includes))
+    config.substitutions.append(("%torch_includes", torch_includes))
 if os.path.exists(config.old_clang_tidy or ""):
     config.available_features.add("old-clang-tidy")
 

@@ -2,7 +2,7 @@
 // argv[1]: real LibTorch training on the CPU with injected problems, recorded by the runtime.
 // Deterministic: one thread, fixed seeds, no timing in what the tests compare.
 #include <sqlite3.h>
-#include <torch/torch.h>
+#include <torch/torch.h>  // with <torch/version.h>: TORCH_VERSION_MAJOR
 
 #include <cstdlib>
 #include <filesystem>
@@ -218,7 +218,8 @@ bool same_tensors(const std::vector<torch::Tensor>& a, const std::vector<torch::
 }
 
 /// compare_precision in bf16 (CPU autocast) and in fp16 (a converted model; LibTorch 1.13 has
-/// no fp16 matmul on the CPU, so that pass fails): either way the model comes back as it was.
+/// no fp16 matmul on the CPU, so that pass fails there, and runs on 2.x): either way the model
+/// comes back as it was.
 void one_pass_comparison(const fs::path& dir) {
   for (const auto precision : {mpnanny::Precision::BF16, mpnanny::Precision::FP16}) {
     torch::manual_seed(0);
@@ -247,7 +248,8 @@ void one_pass_comparison(const fs::path& dir) {
     file << "reference " << result.reference_db << "\nlow " << result.low_db << "\nmode " << result.low_mode
          << "\nlow_ran " << result.low_ran << "\ntraining_restored " << model->is_training()
          << "\nparameters_restored " << same_tensors(parameters, parameters_after) << "\ngradients_restored "
-         << same_tensors(gradients, gradients_after) << "\nerror " << result.error << "\n";
+         << same_tensors(gradients, gradients_after) << "\nerror " << result.error << "\ntorch_major "
+         << TORCH_VERSION_MAJOR << "\n";
   }
 }
 

@@ -3,7 +3,7 @@
 
 Usage: run_e2e.py --check MPNANNY_CHECK --example TRAIN_ATTENTION --without-nanny PROGRAM
                   --source-dir SRC --build-dir BUILD --work DIR GROUP
-GROUP: verify_example | verify_without_nanny | verify_steps | bad_sites_files
+GROUP: verify_example | verify_example_fp16 | verify_without_nanny | verify_steps | bad_sites_files
 """
 import argparse
 import json
@@ -91,9 +91,8 @@ def count(text, needle):
     return text.count(needle)
 
 
-def verify_example(args):
-    """The README's story on the bundled example: scan, train 3 steps, read the verdicts."""
-    work = fresh(os.path.join(args.work, "verify_example"))
+def scan_example(args, work):
+    """mpnanny-check --export-sites on the bundled example: (sites file, sites, line -> text)."""
     sites_path = os.path.join(work, "mpnanny-sites.json")
     source = os.path.join(args.source_dir, "examples", "train_attention.cpp")
     scan = subprocess.run([args.check, "-p", args.build_dir, source, "--export-sites=" + sites_path],
@@ -103,7 +102,13 @@ def verify_example(args):
         sites = json.load(f)["sites"]
     with open(source) as f:
         lines = f.read().split("\n")
-    text_of = lambda s: lines[s["line"] - 1]
+    return sites_path, sites, lambda s: lines[s["line"] - 1]
+
+
+def verify_example(args):
+    """The README's story on the bundled example: scan, train 3 steps, read the verdicts."""
+    work = fresh(os.path.join(args.work, "verify_example"))
+    sites_path, sites, text_of = scan_example(args, work)
     mask = [s for s in sites if s["check"] == "mpnanny-fp16-constant-range" and "masked_fill" in text_of(s)]
     softmax = [s for s in sites if s["check"] == "mpnanny-softmax-dtype" and "softmax(scores" in text_of(s)]
     manual = [s for s in sites if "torch::log(torch::softmax(logits" in text_of(s)]
@@ -143,6 +148,37 @@ def verify_example(args):
     for n in manual:
         v = found[n["id"]]
         expect(v["verdict"] == "NOT_REACHED" and v["steps_observed"] == 0, "the untaken branch is NOT_REACHED: %s" % v)
+
+
+def verify_example_fp16(args):
+    """The example trained in fp16 on the CPU (LibTorch 2.x): the mask overflow is confirmed by
+    what fp16 itself did, not predicted from fp32 headroom. masked_fill(-1e9) on an fp16 tensor
+    raises in LibTorch, so the run stops at step 0 with that error, and the verdict says so."""
+    major = int((args.torch_version or "0").split(".")[0] or 0)
+    if major < 2:
+        print("SKIPPED: LibTorch %s computes no fp16 matmul on the CPU ('addmm_impl_cpu_' not implemented "
+              "for 'Half'); verify_example predicts the overflow from the fp32 run instead" % args.torch_version)
+        return
+    work = fresh(os.path.join(args.work, "verify_example_fp16"))
+    sites_path, sites, text_of = scan_example(args, work)
+    mask = [s for s in sites if s["check"] == "mpnanny-fp16-constant-range" and "masked_fill" in text_of(s)]
+    expect(len(mask) == 1, "one masked_fill(-1e9) site, got %s" % mask)
+    if FAILURES:
+        return
+    code, stderr = train(args.example, work, sites_path, 3, {"EXAMPLE_DTYPE": "fp16"})
+    expect(code == 1, "the fp16 run stops with an error, got exit code %d" % code)
+    expect("training stopped at step 0: value cannot be converted to type at::Half without overflow" in stderr,
+           "LibTorch's own fp16 error ends the run at step 0")
+    found = verdicts(work) or {}
+    m = found.get(mask[0]["id"], {})
+    expect(m.get("verdict") == "CONFIRMED" and m.get("first_step") == 0 and m.get("value") == 1e9,
+           "masked_fill(-1e9) is CONFIRMED at step 0 in fp16: %s" % m)
+    expect(m.get("evidence") == "observed in fp16: aten::masked_fill raised on a tensor in fp16, its value -1e+09 "
+                                "being beyond 65504 (fp16 max) at step 0", "fp16 evidence: %s" % m.get("evidence"))
+    expect(("CONFIRMED    train_attention.cpp:%d" % mask[0]["line"]) in stderr, "the table shows the site")
+    # The ops before the fill ran in fp16: LibTorch 2.x's CPU kernels, not an fp32 dry run.
+    expect(query(work, "SELECT DISTINCT dtype FROM tensor_stats WHERE op = 'aten::linear' OR op = 'aten::addmm'")
+           in ([("Half",)], []), "the linear layers computed in fp16")
 
 
 def verify_without_nanny(args):
@@ -230,8 +266,9 @@ def main():
     parser = argparse.ArgumentParser()
     for option in ("--check", "--example", "--without-nanny", "--source-dir", "--build-dir", "--work"):
         parser.add_argument(option, required=True)
-    parser.add_argument("group", choices=["verify_example", "verify_without_nanny", "verify_steps",
-                                          "bad_sites_files"])
+    parser.add_argument("--torch-version", default="")
+    parser.add_argument("group", choices=["verify_example", "verify_example_fp16", "verify_without_nanny",
+                                          "verify_steps", "bad_sites_files"])
     args = parser.parse_args()
     globals()[args.group](args)
     if FAILURES:

@@ -154,6 +154,33 @@ TEST(SiteVerifier, VerdictsFromObservations) {
   EXPECT_NE(table.find("NOT_REACHED  model.cpp:40"), std::string::npos) << table;
 }
 
+// Values computed in fp16 itself (LibTorch 2.x on the CPU, or a GPU) are what fp16 did, not a
+// prediction from fp32 headroom: their evidence says so. An op that raised on an fp16 tensor with a
+// literal beyond fp16's range (masked_fill(-1e9)) is the overflow itself; one within range is not.
+TEST(SiteVerifier, EvidenceComputedInTheFormatSaysObserved) {
+  SiteVerifier verifier({site("/src/model.cpp", 10, "overflow", {"aten::exp"}),
+                         site("/src/model.cpp", 20, "overflow", {"aten::exp"}),
+                         site("/src/model.cpp", 30, "overflow", {"aten::masked_fill"}),
+                         site("/src/model.cpp", 40, "overflow", {"aten::masked_fill"})},
+                        Precision::FP16);
+  TensorStats inf = stats_with(std::numeric_limits<double>::infinity());
+  inf.inf_count = 2;
+  verifier.observe(0, 1, inf, c10::ScalarType::Half);
+  verifier.observe(1, 1, inf);  // fp32 values: the same count, no claim about fp16
+  verifier.observe_failure(2, 0, "aten::masked_fill", c10::ScalarType::Half, -1e9);
+  verifier.observe_failure(3, 0, "aten::masked_fill", c10::ScalarType::Half, -100.0);
+  const auto verdicts = verifier.verdicts();
+  ASSERT_EQ(verdicts.size(), 4u);
+  EXPECT_EQ(verdicts[0].evidence, "observed in fp16: 0 NaN, 2 Inf at step 1");
+  EXPECT_EQ(verdicts[1].evidence, "0 NaN, 2 Inf at step 1");
+  EXPECT_EQ(verdicts[2].verdict, Verdict::Confirmed);
+  EXPECT_EQ(verdicts[2].value, std::optional<double>(1e9));
+  EXPECT_EQ(verdicts[2].evidence,
+            "observed in fp16: aten::masked_fill raised on a tensor in fp16, its value -1e+09 being beyond 65504 "
+            "(fp16 max) at step 0");
+  EXPECT_EQ(verdicts[3].verdict, Verdict::NotReached) << verdicts[3].evidence;
+}
+
 TEST(SiteVerifier, StepsObservedCountsStepsNotExecutions) {
   SiteVerifier verifier({site("/src/model.cpp", 10, "overflow", {"aten::softmax", "aten::_softmax"})}, Precision::FP16);
   for (int64_t step = 0; step < 3; ++step) {

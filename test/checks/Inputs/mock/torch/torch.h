@@ -253,6 +253,8 @@ Tensor batch_norm(const Tensor &input, const optional<Tensor> &weight, const opt
 Tensor l1_loss(const Tensor &self, const Tensor &target, int64_t reduction = 1);
 Tensor logsumexp(const Tensor &self, IntArrayRef dim, bool keepdim = false);
 Tensor matmul(const Tensor &self, const Tensor &other);
+Tensor linalg_vector_norm(const Tensor &self, const Scalar &ord = 2, optional<IntArrayRef> dim = nullopt,
+                          bool keepdim = false, optional<ScalarType> dtype = nullopt);
 Tensor mm(const Tensor &self, const Tensor &other);
 Tensor bmm(const Tensor &self, const Tensor &other);
 Tensor masked_fill(const Tensor &self, const Tensor &mask, const Scalar &value);
@@ -296,11 +298,15 @@ ScalarType get_autocast_gpu_dtype();
 void set_autocast_gpu_dtype(ScalarType dtype);
 void set_autocast_cpu_dtype(ScalarType dtype);
 void set_autocast_cache_enabled(bool enabled);
-// 2.4+ device-generic spellings.
+ScalarType get_autocast_cpu_dtype();
+// 2.4+ device-generic spellings (the names above stay, deprecated). -DMOCK_LIBTORCH_1_13 leaves
+// them out, as LibTorch 1.13's <ATen/autocast_mode.h> does.
+#ifndef MOCK_LIBTORCH_1_13
 bool is_autocast_enabled(DeviceType device_type);
 void set_autocast_enabled(DeviceType device_type, bool enabled);
 ScalarType get_autocast_dtype(DeviceType device_type);
 void set_autocast_dtype(DeviceType device_type, ScalarType dtype);
+#endif
 } // namespace autocast
 } // namespace at
 
