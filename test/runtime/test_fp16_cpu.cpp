@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "ScenarioSupport.h"
 #include "TestSupport.h"
 #include "TracedEveryStep.h"
 #include "mpnanny/Nanny.h"
@@ -22,6 +23,7 @@
 namespace mpnanny {
 namespace {
 
+using test::OverflowNet;
 using test::ScratchDir;
 using test::traced_every_step;
 
@@ -91,20 +93,6 @@ void expect_agreement(Scenario&& scenario, const std::string& expected) {
   EXPECT_EQ(fp16.op_alerts, std::set<std::string>{expected}) << "fp16 run:\n" << fp16.listing;
   EXPECT_EQ(fp16.dtypes, (std::set<std::string>{"Half"})) << "the fp16 run computed in fp16";
 }
-
-/// test_scenarios.cpp's OverflowNet: fc1 with weights `weight` everywhere, inputs 2.
-struct OverflowNet : torch::nn::Module {
-  explicit OverflowNet(double weight)
-      : fc1(register_module("fc1", torch::nn::Linear(16, 32))),
-        norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({32})))),
-        fc2(register_module("fc2", torch::nn::Linear(32, 8))) {
-    torch::NoGradGuard no_grad;
-    fc1->weight.fill_(weight);
-  }
-  torch::nn::Linear fc1;
-  torch::nn::LayerNorm norm;
-  torch::nn::Linear fc2;
-};
 
 TEST(RealFp16, OverflowInALinearLayer) {
   SKIP_UNLESS_THE_CPU_COMPUTES_FP16();
