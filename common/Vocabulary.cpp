@@ -51,7 +51,8 @@ template <> const Table<AlertType> &table() {
                                          {AlertType::GradVanish, "GRAD_VANISH"},
                                          {AlertType::Swamping, "SWAMPING"},
                                          {AlertType::LossScaleDrop, "LOSS_SCALE_DROP"},
-                                         {AlertType::LossScaleCollapse, "LOSS_SCALE_COLLAPSE"}};
+                                         {AlertType::LossScaleCollapse, "LOSS_SCALE_COLLAPSE"},
+                                         {AlertType::LossScaleDiverged, "LOSS_SCALE_DIVERGED"}};
   return Names;
 }
 

@@ -38,6 +38,7 @@ enum class AlertType {
   Swamping,
   LossScaleDrop,
   LossScaleCollapse,
+  LossScaleDiverged,
 };
 
 /// How bad a runtime alert is (stored in metrics.db as INFO, WARNING, ERROR).

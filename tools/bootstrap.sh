@@ -12,7 +12,7 @@ esac
 packages=(
   clang-$llvm clang-tidy-$llvm libclang-$llvm-dev llvm-$llvm-dev llvm-$llvm-tools
   libclang-rt-$llvm-dev
-  libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libtorch-dev
+  libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libtorch-dev libgloo-dev
   libgtest-dev libgmock-dev libbenchmark-dev libdw-dev libunwind-dev
   cmake ninja-build g++ python3 python3-yaml python3-jsonschema python3-pygments
   git pre-commit

@@ -11,6 +11,7 @@ const char* to_string(Phase phase) {
     case Phase::Gradient: return "gradient";
     case Phase::Weight: return "weight";
     case Phase::LossScale: return "loss_scale";
+    case Phase::ReducedGradient: return "reduced_gradient";
   }
   return "unknown";
 }

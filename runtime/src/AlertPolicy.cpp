@@ -33,6 +33,7 @@ AlertPolicy::AlertPolicy(const Options& options, Sampler& sampler)
     : precision_(options.precision),
       thresholds_(options.thresholds),
       loss_scaled_(static_cast<bool>(options.loss_scale)),
+      dense_window_agreed_(static_cast<bool>(options.process_group)),
       sampler_(sampler),
       loss_scale_monitor_(options.thresholds) {}
 
@@ -151,7 +152,8 @@ void AlertPolicy::note_alert(const Finding& finding, Phase phase, int64_t step) 
     if (is_error_value(finding)) value_error_ = true;
     if (finding.type == AlertType::Nan || finding.type == AlertType::Inf) saw_nonfinite_ = true;
   }
-  if (finding.severity == Severity::Error) sampler_.on_error(step);
+  // In a process group the ranks open the window together, when they agree (RankAgreement).
+  if (finding.severity == Severity::Error && !dense_window_agreed_) sampler_.on_error(step);
 }
 
 }  // namespace mpnanny

@@ -53,7 +53,8 @@ class AlertPolicy {
   LossScaleMonitor::Observation judge_loss_scale(int64_t step, double scale);
 
   /// With the lock held: `finding` was raised at `step`. An error in the values of a forward or
-  /// backward tensor makes later ones of the step propagation; an ERROR traces the next steps.
+  /// backward tensor makes later ones of the step propagation; an ERROR traces the next steps
+  /// (in a process group, once the ranks agree).
   void note_alert(const Finding& finding, Phase phase, int64_t step);
 
  private:
@@ -64,6 +65,7 @@ class AlertPolicy {
   const Precision precision_;
   const AlertThresholds thresholds_;
   const bool loss_scaled_;
+  const bool dense_window_agreed_;  // a process group: the agreement opens the dense window
   Sampler& sampler_;
   LossScaleMonitor loss_scale_monitor_;
   // Adaptive baselines: max |x| per (watched op, location), gradient norm per parameter.

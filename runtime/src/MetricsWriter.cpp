@@ -35,7 +35,11 @@ namespace mpnanny {
 //        update_ratio)                       One row per observed tensor on traced steps. phase is
 //                                            forward|backward (op outputs, attributed to the
 //                                            forward op's line) or gradient|weight (parameters,
-//                                            `name` is the parameter). min_abs_nonzero is NULL when
+//                                            `name` is the parameter; gradient: as this rank's
+//                                            backward produced it, before any all-reduce) or
+//                                            reduced_gradient (with a process group: the
+//                                            parameter's .grad at the end of the step, after the
+//                                            user's all-reduce). min_abs_nonzero is NULL when
 //                                            there is no finite non-zero value.
 //   histograms(run_id, step, seq, min_exponent, counts)
 //                                            log2|x| histogram of the same tensor: counts is a JSON
@@ -46,7 +50,8 @@ namespace mpnanny {
 //        function, file, line, value, threshold, message)
 //                                            type: NAN INF OVERFLOW OVERFLOW_RISK UNDERFLOW
 //                                            GRAD_EXPLOSION GRAD_VANISH SWAMPING LOSS_SCALE_DROP
-//                                            LOSS_SCALE_COLLAPSE; rule: fixed|adaptive. Source
+//                                            LOSS_SCALE_COLLAPSE LOSS_SCALE_DIVERGED;
+//                                            rule: fixed|adaptive. Source
 //                                            columns are copied in so a query needs no join.
 //   loss_scale(run_id, step, scale, skipped) Every step, when a loss-scale source is configured.
 //   memory(run_id, step, rss_bytes, cuda_allocated_bytes, cuda_reserved_bytes,
@@ -74,6 +79,16 @@ namespace mpnanny {
 //                                            the first verdict, so its absence means "this file
 //                                            holds no verification data"; a run without rows in it
 //                                            was not verified.
+//   rank_agreement(run_id, step, rank, error, bad_before, bad_parameter, loss_scale, skipped)
+//                                            With a process group (Options::process_group): on a
+//                                            traced step where some rank raised an ERROR, had a
+//                                            gradient holding nan|inf|overflow (bad_before, the
+//                                            worst) before the all-reduce, or disagreed on the loss
+//                                            scale or on skipping, every rank writes one row per
+//                                            rank of the group, so each file holds the group's
+//                                            view. bad_parameter: the first such parameter in the
+//                                            model's order. loss_scale and skipped are NULL
+//                                            without a scaler. Created by the first row.
 namespace {
 
 // The writer commits at least this often while records are waiting, and at once when this
@@ -126,6 +141,12 @@ CREATE TABLE IF NOT EXISTS site_verdicts(
   run_id INTEGER NOT NULL, site_id TEXT NOT NULL, check_name TEXT NOT NULL, file TEXT, line INTEGER,
   function TEXT, verdict TEXT NOT NULL, evidence TEXT, steps_observed INTEGER, worst_headroom REAL,
   first_step INTEGER, value REAL, PRIMARY KEY(run_id, site_id));
+)sql";
+
+constexpr const char* kRankAgreementSchema = R"sql(
+CREATE TABLE IF NOT EXISTS rank_agreement(
+  run_id INTEGER NOT NULL, step INTEGER NOT NULL, rank INTEGER NOT NULL, error INTEGER NOT NULL, bad_before TEXT,
+  bad_parameter TEXT, loss_scale REAL, skipped INTEGER, PRIMARY KEY(run_id, step, rank));
 )sql";
 
 std::string utc_now() {
@@ -243,6 +264,11 @@ sqlite3_stmt* bind_site_verdict(sqlite3_stmt* statement, int64_t run, const Site
                   verdict.value);
 }
 
+sqlite3_stmt* bind_rank_agreement(sqlite3_stmt* statement, int64_t run, const RankAgreementRecord& rank) {
+  return bind_row(statement, run, rank.step, rank.rank, rank.error, rank.bad_before, rank.bad_parameter,
+                  rank.loss_scale, rank.skipped);
+}
+
 }  // namespace
 
 struct MetricsWriter::Statements {
@@ -254,11 +280,12 @@ struct MetricsWriter::Statements {
   sqlite3_stmt* loss_scale = nullptr;
   sqlite3_stmt* memory = nullptr;
   sqlite3_stmt* scalar = nullptr;
-  sqlite3_stmt* site_verdict = nullptr;  // prepared with the table, by the first verdict
+  sqlite3_stmt* site_verdict = nullptr;    // prepared with the table, by the first verdict
+  sqlite3_stmt* rank_agreement = nullptr;  // the same, by the first row
 
   ~Statements() {
     for (sqlite3_stmt* statement :
-         {location, step, tensor, histogram, alert, loss_scale, memory, scalar, site_verdict}) {
+         {location, step, tensor, histogram, alert, loss_scale, memory, scalar, site_verdict, rank_agreement}) {
       sqlite3_finalize(statement);
     }
   }
@@ -544,8 +571,20 @@ bool MetricsWriter::write_record(const Record& record) {
   } else if (const auto* scalar = std::get_if<ScalarRecord>(&record)) {
     statement = bind_scalar(s.scalar, run, *scalar);
   } else if (const auto* verdict = std::get_if<SiteVerdictRecord>(&record)) {
-    if (!s.site_verdict && !prepare_site_verdicts()) return false;
+    if (!s.site_verdict &&
+        !prepare_table_with_first_row(kSiteVerdictsSchema,
+                                      "INSERT OR REPLACE INTO site_verdicts VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                                      s.site_verdict)) {
+      return false;
+    }
     statement = bind_site_verdict(s.site_verdict, run, *verdict);
+  } else if (const auto* rank = std::get_if<RankAgreementRecord>(&record)) {
+    if (!s.rank_agreement &&
+        !prepare_table_with_first_row(
+            kRankAgreementSchema, "INSERT OR REPLACE INTO rank_agreement VALUES(?,?,?,?,?,?,?,?)", s.rank_agreement)) {
+      return false;
+    }
+    statement = bind_rank_agreement(s.rank_agreement, run, *rank);
   }
   for (sqlite3_stmt* current : {statement, second}) {
     if (!current) continue;
@@ -560,11 +599,10 @@ bool MetricsWriter::write_record(const Record& record) {
   return true;
 }
 
-bool MetricsWriter::prepare_site_verdicts() {
-  // The table comes with the first verdict: its absence says the file holds no verification data.
-  if (!exec(kSiteVerdictsSchema)) return false;
-  if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO site_verdicts VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1,
-                         &statements_->site_verdict, nullptr) != SQLITE_OK) {
+bool MetricsWriter::prepare_table_with_first_row(const char* schema, const char* insert, sqlite3_stmt*& statement) {
+  // Such a table comes with its first row: its absence says the file holds no data of its kind.
+  if (!exec(schema)) return false;
+  if (sqlite3_prepare_v2(db_, insert, -1, &statement, nullptr) != SQLITE_OK) {
     fail(std::string("cannot prepare a statement: ") + sqlite3_errmsg(db_));
     return false;
   }

@@ -71,6 +71,9 @@ Nanny::Impl::Impl(std::shared_ptr<torch::nn::Module> model, Options options, con
   OpObserver::add_session(this);
   try {
     if (!options_.enabled) return;
+    // Before anything that may fail: a rank whose nanny cannot start still takes part in the
+    // agreement, or the others' would wait for it.
+    if (options_.process_group) agreement_ = std::make_unique<RankAgreement>(options_.process_group);
     start(options_.watched_ops.empty() ? default_watched_ops() : options_.watched_ops);
   } catch (const std::exception& exception) {
     switch_off(exception.what());
@@ -211,6 +214,7 @@ void Nanny::Impl::raise(const Finding& finding, Phase phase, const std::string& 
   alert.threshold = finding.threshold;
   alert.message = finding.message;
   ++step_alerts_;
+  if (finding.severity == Severity::Error) report_.error = true;
   policy_.note_alert(finding, phase, step_);
   recorder_.record_alert(alert, seq, location_id);
 }
@@ -221,7 +225,17 @@ std::vector<Alert> Nanny::Impl::alerts() const {
 }
 
 void Nanny::Impl::begin_step(int64_t step) {
-  if (!active_.load() || in_step_) return;
+  if (in_step_ || off_step_open_) return;
+  if (!active_.load()) {
+    // Switched off in a process group: it still counts the steps every rank agrees to trace.
+    if (agreement_ && !closed_.load()) {
+      off_step_open_ = true;
+      std::lock_guard<std::mutex> lock(mutex_);
+      step_ = step;
+      traced_ = sampler_.should_trace(step);
+    }
+    return;
+  }
   in_step_ = true;
   step_thread_ = std::this_thread::get_id();
   step_started_ = std::chrono::steady_clock::now();
@@ -272,18 +286,32 @@ void Nanny::Impl::copy_weights_before_update() {
 }
 
 void Nanny::Impl::end_step() {
+  if (off_step_open_) {
+    off_step_open_ = false;
+    if (traced_ && agreement_) agree_with_group(/*observed=*/false);
+    return;
+  }
   if (!in_step_) return;
   in_step_ = false;
-  if (!active_.load()) return;
+  if (!active_.load()) {
+    if (traced_ && agreement_) agree_with_group(/*observed=*/false);
+    return;
+  }
   if (observing_.exchange(false)) OpObserver::instance().set_tracing(false);
+  bool agreed = false;
   try {
     observe_loss_scale();
     if (traced_) {
       observe_parameters();
+      if (agreement_) observe_reduced_gradients();
       const MemorySample memory = sample_memory();
       recorder_.enqueue(MemoryRecord{step_, memory.rss_bytes, memory.cuda_allocated_bytes, memory.cuda_reserved_bytes,
                                      memory.cuda_allocated_peak_bytes, memory.cuda_reserved_peak_bytes,
                                      memory.cuda_alloc_retries});
+      if (agreement_) {
+        agreed = true;
+        agree_with_group(/*observed=*/true);
+      }
     }
     StepRecord record;
     record.step = step_;
@@ -296,6 +324,8 @@ void Nanny::Impl::end_step() {
   } catch (const std::exception& exception) {
     switch_off(exception.what());
   }
+  // Whatever failed above, the other ranks wait for this one's report.
+  if (traced_ && agreement_ && !agreed) agree_with_group(/*observed=*/false);
 }
 
 std::optional<double> Nanny::Impl::read_loss_scale() const {
@@ -314,10 +344,61 @@ void Nanny::Impl::observe_loss_scale() {
   const double scale = *read;
   const auto observation = policy_.judge_loss_scale(step_, scale);
   recorder_.enqueue(LossScaleRecord{step_, scale, observation.skipped});
-  if (observation.finding) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  report_.loss_scale = scale;
+  report_.skipped = report_.skipped || observation.skipped;
+  if (observation.finding) raise(*observation.finding, Phase::LossScale, "", "loss_scale", 0, -1);
+}
+
+void Nanny::Impl::observe_reduced_gradients() {
+  if (!model_) return;
+  at::RecordFunctionGuard no_observation(false);
+  c10::NoGradGuard no_grad;
+  for (const auto& parameter : model_->named_parameters()) {
+    if (!parameter_selected(parameter.key())) continue;
+    const at::Tensor& gradient = parameter.value().grad();
+    if (!gradient.defined()) continue;
+    const TensorStats stats = compute_tensor_stats(gradient);
+    if (stats.numel == 0) continue;
     std::lock_guard<std::mutex> lock(mutex_);
-    raise(*observation.finding, Phase::LossScale, "", "loss_scale", 0, -1);
+    recorder_.enqueue(TensorRecord{step_, seq_++, Phase::ReducedGradient, "", parameter.key(), 0,
+                                   c10::toString(gradient.scalar_type()), shape_of(gradient), stats, std::nullopt});
   }
+}
+
+void Nanny::Impl::agree_with_group(bool observed) {
+  RankReport mine;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    mine = report_;
+    report_ = RankReport{};
+  }
+  GroupView view;
+  try {
+    view = agreement_->exchange(mine);
+  } catch (const std::exception& exception) {
+    // A rank is gone or the group broke: the user's own collectives fail the same way. The nanny
+    // asks nothing more of the group and goes on observing this rank alone.
+    agreement_.reset();
+    std::cerr << "mpnanny: warning: the process group failed at step " << step_ << " (" << exception.what()
+              << "); this rank's nanny goes on without the other ranks\n";
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::optional<std::string> divergence = view.loss_scale_divergence();
+  if (view.any_error() || divergence) sampler_.on_error(step_);
+  if (!observed) return;
+  if (divergence) {
+    raise(Finding{AlertType::LossScaleDiverged, Severity::Error, mine.loss_scale.value_or(0.0), 0.0, *divergence},
+          Phase::LossScale, "", "loss_scale", 0, -1);
+    report_.error = false;  // the whole group raised it: not news for the next agreement
+  }
+  if (!view.notable()) return;
+  std::vector<std::string> parameter_names;
+  if (model_) {
+    for (const auto& parameter : model_->named_parameters()) parameter_names.push_back(parameter.key());
+  }
+  for (RankAgreementRecord& row : view.records(step_, parameter_names)) recorder_.enqueue(std::move(row));
 }
 
 void Nanny::Impl::observe_parameters() {
@@ -357,6 +438,11 @@ void Nanny::Impl::observe_parameter(const std::string& name, const at::Tensor& w
   const at::Tensor gradient = captured->second;
   const TensorStats gradient_stats = compute_tensor_stats(gradient);
   if (gradient_stats.numel == 0) return;
+  const BadValue bad = worst_value(gradient_stats, options_.precision);
+  if (bad > report_.bad_before) {
+    report_.bad_before = bad;
+    report_.bad_parameter = static_cast<int64_t>(weight_index);
+  }
   const int64_t gradient_seq = seq_++;
   recorder_.enqueue(TensorRecord{step_, gradient_seq, Phase::Gradient, "", name, 0,
                                  c10::toString(gradient.scalar_type()), shape_of(gradient), gradient_stats,

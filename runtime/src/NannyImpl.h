@@ -20,6 +20,7 @@
 #include "BackwardHooks.h"
 #include "OpObserver.h"
 #include "OpStats.h"
+#include "RankAgreement.h"
 #include "Recorder.h"
 #include "SiteVerifier.h"
 #include "SourceLocator.h"
@@ -112,6 +113,12 @@ class Nanny::Impl {
   void observe_parameter(const std::string& name, const at::Tensor& weight, size_t weight_index);
   bool parameter_selected(const std::string& name) const;
   void observe_loss_scale();
+  // Data parallelism (RankAgreement).
+  void observe_reduced_gradients();
+  /// The end of a traced step in a process group: every rank's report, the dense window every
+  /// rank opens, LOSS_SCALE_DIVERGED and the rank_agreement rows. `observed`: false for a session
+  /// switched off, which still takes part so that the other ranks do not wait for it.
+  void agree_with_group(bool observed);
   std::optional<double> read_loss_scale() const;
   void report_verdicts();
 
@@ -146,6 +153,12 @@ class Nanny::Impl {
   // produced them (AlertPolicy::judge_gradient unscales them).
   std::vector<at::Tensor> weights_before_;
   std::unordered_map<std::string, at::Tensor> step_gradients_;  // guarded by mutex_
+
+  // A process group: the agreement, and this rank's report for the next one (reset when sent).
+  // Only the thread that begins and ends steps touches them.
+  std::unique_ptr<RankAgreement> agreement_;
+  RankReport report_;
+  bool off_step_open_ = false;  // a step of a switched-off session in a group: traced_ says whether it agrees
 
   // watch().
   bool watch_mode_ = false;

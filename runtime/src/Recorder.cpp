@@ -26,36 +26,41 @@ std::string shape_of(const at::Tensor& tensor) {
 
 std::string options_json(const Options& options, const std::vector<std::string>& watched_ops, bool verifying) {
   const AlertThresholds& t = options.thresholds;
-  nlohmann::json json = {{"trace_interval", options.trace_interval},
-                         {"output_dir", options.output_dir},
-                         {"precision", to_string(options.precision)},
-                         {"dense_steps", options.dense_steps},
-                         {"watched_ops", watched_ops},
-                         {"observe_backward", options.observe_backward},
-                         {"exclude_parameter_prefixes", options.exclude_parameter_prefixes},
-                         {"max_parameter_depth", options.max_parameter_depth},
-                         {"track_update_ratio", options.track_update_ratio},
-                         {"verbosity", options.verbosity},
-                         {"verify", verifying},
-                         {"verify_requested", options.verify},  // asked for, whether or not the sites file loaded
-                         {"sites_file", options.sites_file},
-                         {"verify_steps", options.verify_steps},
-                         {"loss_scale_source", static_cast<bool>(options.loss_scale)},
-                         {"thresholds",
-                          {{"overflow_risk_factor", t.overflow_risk_factor},
-                           {"underflow_share", t.underflow_share},
-                           {"underflow_min_count", t.underflow_min_count},
-                           {"grad_explosion_norm", t.grad_explosion_norm},
-                           {"grad_vanish_norm", t.grad_vanish_norm},
-                           {"swamping_share", t.swamping_share},
-                           {"swamping_min_inputs", t.swamping_min_inputs},
-                           {"loss_scale_min", t.loss_scale_min},
-                           {"loss_scale_collapse_backoffs", t.loss_scale_collapse_backoffs},
-                           {"loss_scale_collapse_window", t.loss_scale_collapse_window},
-                           {"adaptive_enabled", t.adaptive_enabled},
-                           {"adaptive_warmup", t.adaptive_warmup},
-                           {"adaptive_k", t.adaptive_k},
-                           {"adaptive_window", t.adaptive_window}}}};
+  nlohmann::json json = {
+      {"trace_interval", options.trace_interval},
+      {"output_dir", options.output_dir},
+      {"precision", to_string(options.precision)},
+      {"dense_steps", options.dense_steps},
+      {"watched_ops", watched_ops},
+      {"observe_backward", options.observe_backward},
+      {"exclude_parameter_prefixes", options.exclude_parameter_prefixes},
+      {"max_parameter_depth", options.max_parameter_depth},
+      {"track_update_ratio", options.track_update_ratio},
+      {"verbosity", options.verbosity},
+      {"verify", verifying},
+      {"verify_requested", options.verify},  // asked for, whether or not the sites file loaded
+      {"sites_file", options.sites_file},
+      {"verify_steps", options.verify_steps},
+      {"loss_scale_source", static_cast<bool>(options.loss_scale)},
+      {"process_group", options.process_group ? nlohmann::json{{"rank", options.process_group->getRank()},
+                                                               {"size", options.process_group->getSize()},
+                                                               {"backend", options.process_group->getBackendName()}}
+                                              : nlohmann::json()},
+      {"thresholds",
+       {{"overflow_risk_factor", t.overflow_risk_factor},
+        {"underflow_share", t.underflow_share},
+        {"underflow_min_count", t.underflow_min_count},
+        {"grad_explosion_norm", t.grad_explosion_norm},
+        {"grad_vanish_norm", t.grad_vanish_norm},
+        {"swamping_share", t.swamping_share},
+        {"swamping_min_inputs", t.swamping_min_inputs},
+        {"loss_scale_min", t.loss_scale_min},
+        {"loss_scale_collapse_backoffs", t.loss_scale_collapse_backoffs},
+        {"loss_scale_collapse_window", t.loss_scale_collapse_window},
+        {"adaptive_enabled", t.adaptive_enabled},
+        {"adaptive_warmup", t.adaptive_warmup},
+        {"adaptive_k", t.adaptive_k},
+        {"adaptive_window", t.adaptive_window}}}};
   return json.dump();
 }
 
@@ -68,11 +73,18 @@ void Recorder::describe_run(std::string options_json) {
   run.rank = static_cast<int>(ranks.rank ? *ranks.rank : ranks.local_rank.value_or(0));
   run.local_rank = static_cast<int>(ranks.local_rank.value_or(0));
   if (ranks.world_size) run.world_size = static_cast<int>(*ranks.world_size);
+  // A process group knows its ranks better than the launcher's variables (which may be absent).
+  const bool in_group = static_cast<bool>(options_.process_group);
+  if (in_group) {
+    run.rank = options_.process_group->getRank();
+    run.world_size = options_.process_group->getSize();
+  }
   run.precision = to_string(options_.precision);
   run.options_json = std::move(options_json);
   run.torch_version = TORCH_VERSION;
-  const std::string file_name =
-      (ranks.rank || ranks.local_rank) ? "metrics-rank" + std::to_string(run.rank) + ".db" : std::string("metrics.db");
+  const std::string file_name = (in_group || ranks.rank || ranks.local_rank)
+                                    ? "metrics-rank" + std::to_string(run.rank) + ".db"
+                                    : std::string("metrics.db");
   database_path_ = (std::filesystem::path(options_.output_dir) / file_name).string();
 }
 

@@ -313,8 +313,7 @@ TEST(LossScaleMonitor, SpacedBackoffsStayDrops) {
 }
 
 TEST(AlertNames, RoundTrip) {
-  for (int i = 0; i <= static_cast<int>(AlertType::LossScaleCollapse); ++i) {
-    const auto type = static_cast<AlertType>(i);
+  for (const AlertType type : alert_types()) {
     EXPECT_EQ(alert_type_from_string(to_string(type)), type);
   }
   EXPECT_FALSE(alert_type_from_string("BOGUS"));

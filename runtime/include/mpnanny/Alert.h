@@ -41,7 +41,9 @@ struct SourceLocation {
 };
 
 /// Which part of a step produced the observed tensor.
-enum class Phase { Forward, Backward, Gradient, Weight, LossScale };
+/// ReducedGradient: a parameter's gradient after the user's all-reduce (with a process group);
+/// Gradient is the one this rank's backward pass produced.
+enum class Phase { Forward, Backward, Gradient, Weight, LossScale, ReducedGradient };
 const char* to_string(Phase phase);
 
 struct Alert {

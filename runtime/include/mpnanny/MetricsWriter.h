@@ -96,8 +96,19 @@ struct SiteVerdictRecord {
   std::optional<double> value;
 };
 
+/// One rank's part of a traced step's agreement in a process group (one row of rank_agreement).
+struct RankAgreementRecord {
+  int64_t step = 0;
+  int rank = 0;
+  bool error = false;
+  std::optional<std::string> bad_before;  ///< "nan", "inf" or "overflow"
+  std::optional<std::string> bad_parameter;
+  std::optional<double> loss_scale;
+  std::optional<bool> skipped;
+};
+
 using Record = std::variant<LocationRecord, StepRecord, TensorRecord, AlertRecord, LossScaleRecord, MemoryRecord,
-                            ScalarRecord, SiteVerdictRecord>;
+                            ScalarRecord, SiteVerdictRecord, RankAgreementRecord>;
 
 struct WriterOptions {
   /// Records waiting to be written; beyond it new records are dropped (and counted), so that a
@@ -140,8 +151,9 @@ class MetricsWriter {
   void run_writer_thread();
   bool write_batch(std::deque<Record>& batch);
   bool write_record(const Record& record);
-  /// Creates the site_verdicts table and its statement, with the first verdict.
-  bool prepare_site_verdicts();
+  /// Creates a table that exists only once it has rows (site_verdicts, rank_agreement) and
+  /// prepares its insert, with its first row.
+  bool prepare_table_with_first_row(const char* schema, const char* insert, sqlite3_stmt*& statement);
   void fail(const std::string& message);
   bool exec(const char* sql);
   /// Adds the columns a file written by an older runtime lacks; false (and failed) on an error.
