@@ -583,6 +583,25 @@ def ranks(cli):
     code, out, _ = run(["summary", "--db", stopped, "--format", "csv"], cli)
     check("1,stopped.last_step,37" in out.splitlines(), "CSV has the stopped rank's last step")
 
+    # The report's rank view: a lane per rank, alert marks, the origin; none for a single rank.
+    def report_data(directory, *extra):
+        page = os.path.join(work, "report.html")
+        code, _, err = run(["report", "--db", directory] + list(extra) + ["-o", page], cli)
+        found = re.search(r'<script id="mpnanny-data"[^>]*>(.*?)</script>', open(page).read(), re.S) if code == 0 else None
+        check(found is not None, "report of %s: exit %d %r" % (directory, code, err))
+        return json.loads(found.group(1)) if found else {}
+    view = report_data(ddp).get("ranks") or {}
+    lanes = view.get("lanes", [])
+    check([lane["rank"] for lane in lanes] == [0, 1, 2, 3] and all(lane["last_step"] == 9 for lane in lanes),
+          "one lane per rank over steps 0..9: %r" % [(lane["rank"], lane["last_step"]) for lane in lanes])
+    check(all([(m["step"], m["severity"], m["types"]) for m in lane["marks"]] == [(6, "ERROR", ["INF"])]
+              for lane in lanes), "every lane marks its ERROR at step 6: %r" % [lane["marks"] for lane in lanes])
+    check((view.get("origin") or {}).get("step") == 6, "the rank view carries the origin")
+    view = report_data(stopped).get("ranks") or {}
+    check([(s["rank"], s["last_step"]) for s in view.get("stopped", [])] == [(1, 37), (3, None)],
+          "the rank view carries the stopped ranks: %r" % view.get("stopped"))
+    check("ranks" not in report_data(os.path.join(ddp, "metrics-rank2.db")), "a single rank's report has no rank view")
+
     # --rank: one rank's rows, or an error naming the ranks there are.
     code, out, err = run(["alerts", "--db", ddp, "--rank", "2", "--format", "json"], cli)
     rows = json.loads(out) if code == 0 else []
