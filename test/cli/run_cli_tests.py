@@ -477,8 +477,9 @@ def make_ddp_directory(cli, directory):
     """Four ranks, steps 0..9. At step 6 rank 2's backward aten::mm (model.cpp:88) makes an Inf that
     reaches its layer3.weight gradient before the all-reduce; after it, every rank's reduced
     gradient holds it. Decoys the origin must not take: a notable step 4 where the ranks only
-    disagree on the loss scale, and an fp16 overflow on rank 0 at step 3 in a forward op (an
-    activation, not a gradient)."""
+    disagree on the loss scale; an fp16 overflow in a forward op (an activation, not a gradient)
+    on rank 0 at step 3; and on rank 2 an fp16 overflow in the forward op just before the Inf (the
+    op named must be the first with an Inf, not the first with anything bad)."""
     os.makedirs(directory)
     for rank in range(4):
         stats = []
@@ -488,7 +489,7 @@ def make_ddp_directory(cli, directory):
             stats += clean_step(step)
         stats[3 * 6] = (3, 0, "forward", "aten::addmm", None, 1, 0, 0, 5) if rank == 0 else stats[3 * 6]
         inf_here = 3 if rank == 2 else 0
-        stats += [(6, 0, "forward", "aten::addmm", None, 1, 0, 0, 0),
+        stats += [(6, 0, "forward", "aten::addmm", None, 1, 0, 0, 2 if rank == 2 else 0),
                   (6, 1, "backward", "aten::mm", None, 2, 0, inf_here, 0),
                   (6, 2, "backward", "aten::addmm", None, 1, 0, inf_here, 0),
                   (6, 3, "gradient", None, "layer1.weight", 0, 0, 0, 0),
