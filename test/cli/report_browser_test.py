@@ -142,6 +142,11 @@ def main():
     dom = dump_dom(browser, page)
     expect_rendered(dom, "ranks report")
     check('data-rank="0"' in dom and 'data-rank="1"' in dom, "one section per rank")
+    # The rank view: a lane per rank, rank 1's Inf at step 2 as the origin (see summary-ranks golden).
+    lanes = charts(dom).get("rank-lanes", {})
+    check(lanes.get("data-lanes") == "2" and lanes.get("data-origin-ranks") == "1",
+          "the rank view draws two lanes with the origin on rank 1: %r" % lanes)
+    check('data-origin-step="2"' in dom, "the rank view names the origin step")
 
     # 4. The comparison page.
     train = os.path.join(args.dbs, "train")

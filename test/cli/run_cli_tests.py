@@ -423,6 +423,202 @@ def compare(cli):
     check({"forward", "gradient"} <= kinds, "forward outputs and gradients are compared: %r" % kinds)
 
 
+# The table the runtime writes on notable steps of a data-parallel run (issue 28): every rank
+# writes one row per rank of the group, so any one file holds the whole group's view.
+RANK_AGREEMENT_SQL = """
+CREATE TABLE IF NOT EXISTS rank_agreement(
+  run_id INTEGER NOT NULL, step INTEGER NOT NULL, rank INTEGER NOT NULL, error INTEGER NOT NULL,
+  bad_before TEXT, bad_parameter TEXT, loss_scale REAL, skipped INTEGER, PRIMARY KEY(run_id, step, rank));
+"""
+
+
+def metrics_schema(cli):
+    """The tables the runtime creates, from its source, so that a schema change shows here."""
+    writer = open(os.path.join(cli.source_dir, "runtime", "src", "MetricsWriter.cpp")).read()
+    return re.search(r'R"sql\((.*?)\)sql"', writer, re.S).group(1)
+
+
+def make_rank_database(cli, path, rank, world_size, last_step, ended=True, stats=(), alerts=(), agreement=None):
+    """One rank's metrics-rank<N>.db: steps 0..last_step, all traced; `stats` are tensor_stats rows
+    (step, seq, phase, op, name, location_id, nan, inf, fp16_overflow); `agreement` the
+    rank_agreement rows (step, rank, error, bad_before, bad_parameter, loss_scale, skipped), or
+    None for a file without the table."""
+    with sqlite3.connect(path) as db:
+        db.executescript(metrics_schema(cli))
+        db.execute("INSERT INTO meta VALUES ('schema_version', '1'), ('writer', 'mpnanny-runtime')")
+        db.execute("INSERT INTO runs(run_id, started_at, ended_at, pid, rank, local_rank, world_size, precision, "
+                   "torch_version) VALUES (1, '2026-12-05T10:00:00Z', ?, 100, ?, ?, ?, 'FP16', '2.6.0')",
+                   (("2026-12-05T10:05:00Z" if ended else None), rank, rank, world_size))
+        db.executemany("INSERT INTO locations VALUES (1, ?, ?, ?, ?)",
+                       [(1, "Net::forward", "/src/model.cpp", 40), (2, "Net::forward", "/src/model.cpp", 88)])
+        db.executemany("INSERT INTO steps VALUES (1, ?, 1, 0, 10.0, 0)", [(s,) for s in range(last_step + 1)])
+        db.executemany("INSERT INTO tensor_stats(run_id, step, seq, phase, op, name, location_id, dtype, numel, "
+                       "nan_count, inf_count, zero_count, max_abs, fp16_overflow, bf16_overflow) "
+                       "VALUES (1, ?, ?, ?, ?, ?, ?, 'Half', 16, ?, ?, 0, 1.0, ?, 0)", stats)
+        db.executemany("INSERT INTO alerts(run_id, step, seq, type, severity, rule, phase, op, name, location_id, "
+                       "function, file, line, value, threshold, message) VALUES (1, ?, ?, ?, 'ERROR', 'fixed', ?, ?, "
+                       "?, 2, 'Net::forward', '/src/model.cpp', 88, 3, 0, 'non-finite values')", alerts)
+        if agreement is not None:
+            db.executescript(RANK_AGREEMENT_SQL)
+            db.executemany("INSERT INTO rank_agreement VALUES (1, ?, ?, ?, ?, ?, ?, ?)", agreement)
+
+
+def clean_step(step, seq=0):
+    """A healthy traced step: a forward op, a backward op, two gradients before and after the reduce."""
+    return [(step, seq, "forward", "aten::addmm", None, 1, 0, 0, 0),
+            (step, seq + 1, "backward", "aten::mm", None, 2, 0, 0, 0),
+            (step, seq + 2, "gradient", None, "layer1.weight", 0, 0, 0, 0),
+            (step, seq + 3, "gradient", None, "layer3.weight", 0, 0, 0, 0),
+            (step, seq + 4, "reduced_gradient", None, "layer1.weight", 0, 0, 0, 0),
+            (step, seq + 5, "reduced_gradient", None, "layer3.weight", 0, 0, 0, 0)]
+
+
+def make_ddp_directory(cli, directory):
+    """Four ranks, steps 0..9. At step 6 rank 2's backward aten::mm (model.cpp:88) makes an Inf that
+    reaches its layer3.weight gradient before the all-reduce; after it, every rank's reduced
+    gradient holds it. Decoys the origin must not take: a notable step 4 where the ranks only
+    disagree on the loss scale; an fp16 overflow in a forward op (an activation, not a gradient)
+    on rank 0 at step 3; and on rank 2 an fp16 overflow in the forward op just before the Inf (the
+    op named must be the first with an Inf, not the first with anything bad)."""
+    os.makedirs(directory)
+    for rank in range(4):
+        stats = []
+        for step in range(10):
+            if step == 6:
+                continue
+            stats += clean_step(step)
+        stats[3 * 6] = (3, 0, "forward", "aten::addmm", None, 1, 0, 0, 5) if rank == 0 else stats[3 * 6]
+        inf_here = 3 if rank == 2 else 0
+        stats += [(6, 0, "forward", "aten::addmm", None, 1, 0, 0, 2 if rank == 2 else 0),
+                  (6, 1, "backward", "aten::mm", None, 2, 0, inf_here, 0),
+                  (6, 2, "backward", "aten::addmm", None, 1, 0, inf_here, 0),
+                  (6, 3, "gradient", None, "layer1.weight", 0, 0, 0, 0),
+                  (6, 4, "gradient", None, "layer3.weight", 0, 0, inf_here, 0),
+                  (6, 5, "reduced_gradient", None, "layer1.weight", 0, 0, 0, 0),
+                  (6, 6, "reduced_gradient", None, "layer3.weight", 0, 0, 3, 0)]
+        alerts = [(6, 1, "INF", "backward", "aten::mm", None)] if rank == 2 else [
+            (6, 6, "INF", "reduced_gradient", None, "layer3.weight")]
+        agreement = [(4, r, 0, None, None, 65536.0 if r != 1 else 32768.0, 0) for r in range(4)]
+        agreement += [(6, r, 1, "inf" if r == 2 else None, "layer3.weight" if r == 2 else None, 65536.0, 1)
+                      for r in range(4)]
+        make_rank_database(cli, os.path.join(directory, "metrics-rank%d.db" % rank), rank, 4, 9, stats=stats,
+                           alerts=alerts, agreement=agreement)
+
+
+def ranks(cli):
+    """The ranks of a data-parallel run read together: where a bad value came from, which ranks
+    stopped early, and --rank to read one of them."""
+    work = fresh_directory(cli.work + "-ranks")
+    ddp = os.path.join(work, "ddp")
+    make_ddp_directory(cli, ddp)
+    wanted = ("origin: rank 2, step 6: Inf in the gradient of layer3.weight before all-reduce (op aten::mm at "
+              "model.cpp:88); ranks 0, 1, 3 received it (bad after the all-reduce on ranks 0, 1, 3)")
+    code, out, err = run(["summary", "--db", ddp], cli)
+    check(code == 0, "summary of the ddp directory: exit %d %r" % (code, err))
+    check(" ".join(out.split()).startswith(wanted), "the table opens with the origin: %r" % out[:400])
+    check(all(len(line) <= 100 for line in out.splitlines()), "the origin line wraps within 100 columns")
+    check("stopped" not in out, "no rank stopped in the ddp run: %r" % out[:400])
+    code, out, err = run(["summary", "--db", ddp, "--format", "json"], cli)
+    runs = json.loads(out) if code == 0 else []
+    check([r["rank"] for r in runs] == [0, 1, 2, 3], "one summary per rank: %r" % err)
+    origin = runs[0].get("origin") if runs else None
+    check(origin is not None and all(r.get("origin") == origin for r in runs), "every rank carries the origin")
+    if origin:
+        first = origin["ranks"][0]
+        check(origin["step"] == 6 and origin["source"] == "rank_agreement",
+              "the origin step comes from rank_agreement, past the loss-scale-only step 4: %r" % origin)
+        check([r["rank"] for r in origin["ranks"]] == [2] and first["kind"] == "inf"
+              and first["parameter"] == "layer3.weight", "rank 2's layer3.weight had the Inf: %r" % origin["ranks"])
+        check(first["op"] and first["op"]["op"] == "aten::mm" and first["op"]["line"] == 88
+              and first["op"]["seq"] == 1, "the first op with an Inf is aten::mm at line 88: %r" % first["op"])
+        check(origin["received"] == [0, 1, 3] and origin["bad_after_reduce"] == [0, 1, 3],
+              "ranks 0, 1, 3 received it and show it after the reduce: %r" % origin)
+    check(runs and runs[0].get("stopped") == [], "no stopped rank: %r" % (runs[0].get("stopped") if runs else None))
+    code, out, _ = run(["summary", "--db", ddp, "--format", "csv"], cli)
+    for row in ("2,origin.step,6", "2,origin.kind,inf", "2,origin.parameter,layer3.weight", "2,origin.op,aten::mm",
+                "2,origin.site,model.cpp:88", "2,origin.received,0 1 3"):
+        check(row in out.splitlines(), "CSV long form has %r" % row)
+
+    # Without rank_agreement (files from before it): the pre-reduce gradients give the same origin.
+    legacy = os.path.join(work, "legacy")
+    shutil.copytree(ddp, legacy)
+    for rank in range(4):
+        with sqlite3.connect(os.path.join(legacy, "metrics-rank%d.db" % rank)) as db:
+            db.execute("DROP TABLE rank_agreement")
+    code, out, err = run(["summary", "--db", legacy, "--format", "json"], cli)
+    origin = json.loads(out)[0].get("origin") if code == 0 else None
+    check(origin is not None and origin["source"] == "gradients" and origin["step"] == 6
+          and [r["rank"] for r in origin["ranks"]] == [2] and origin["ranks"][0]["parameter"] == "layer3.weight",
+          "the fallback finds rank 2 at step 6 from its gradient rows: %r %r" % (origin, err))
+
+    # The origin rank's own file missing: any other rank's rank_agreement still names it, and the
+    # directory says rank 2 left no database.
+    partial = os.path.join(work, "partial")
+    shutil.copytree(ddp, partial)
+    os.remove(os.path.join(partial, "metrics-rank2.db"))
+    code, out, err = run(["summary", "--db", partial, "--format", "json"], cli)
+    summary = json.loads(out)[0] if code == 0 else {}
+    origin = summary.get("origin") or {}
+    check(origin.get("step") == 6 and [r["rank"] for r in origin.get("ranks", [])] == [2]
+          and origin["ranks"][0]["parameter"] == "layer3.weight" and origin["ranks"][0]["op"] is None,
+          "another rank's file names rank 2 as the origin: %r %r" % (origin, err))
+    check([(s["rank"], s["last_step"]) for s in summary.get("stopped", [])] == [(2, None)],
+          "rank 2 has no file: %r" % summary.get("stopped"))
+
+    # A rank killed early: its run never closed and its last step is behind; rank 3 wrote nothing.
+    stopped = os.path.join(work, "stopped")
+    os.makedirs(stopped)
+    for rank in range(3):
+        killed = rank == 1
+        make_rank_database(cli, os.path.join(stopped, "metrics-rank%d.db" % rank), rank, 4, 37 if killed else 99,
+                           ended=not killed, stats=clean_step(0))
+    code, out, err = run(["summary", "--db", stopped], cli)
+    check(code == 0 and "rank 1 stopped at step 37 (its run did not close; the others reached step 99)" in out,
+          "the table names the stopped rank: %r %r" % (out[:400], err))
+    check("rank 3 left no database here (world size 4)" in out, "a rank without a file is named: %r" % out[:400])
+    check("origin:" not in out, "nothing went bad, so no origin line: %r" % out[:400])
+    code, out, _ = run(["summary", "--db", stopped, "--format", "json"], cli)
+    stops = json.loads(out)[0]["stopped"] if code == 0 else []
+    check([(s["rank"], s["last_step"], s["closed"]) for s in stops] == [(1, 37, False), (3, None, False)],
+          "stopped ranks in JSON: %r" % stops)
+    code, out, _ = run(["summary", "--db", stopped, "--format", "csv"], cli)
+    check("1,stopped.last_step,37" in out.splitlines(), "CSV has the stopped rank's last step")
+
+    # The report's rank view: a lane per rank, alert marks, the origin; none for a single rank.
+    def report_data(directory, *extra):
+        page = os.path.join(work, "report.html")
+        code, _, err = run(["report", "--db", directory] + list(extra) + ["-o", page], cli)
+        found = re.search(r'<script id="mpnanny-data"[^>]*>(.*?)</script>', open(page).read(), re.S) if code == 0 else None
+        check(found is not None, "report of %s: exit %d %r" % (directory, code, err))
+        return json.loads(found.group(1)) if found else {}
+    view = report_data(ddp).get("ranks") or {}
+    lanes = view.get("lanes", [])
+    check([lane["rank"] for lane in lanes] == [0, 1, 2, 3] and all(lane["last_step"] == 9 for lane in lanes),
+          "one lane per rank over steps 0..9: %r" % [(lane["rank"], lane["last_step"]) for lane in lanes])
+    check(all([(m["step"], m["severity"], m["types"]) for m in lane["marks"]] == [(6, "ERROR", ["INF"])]
+              for lane in lanes), "every lane marks its ERROR at step 6: %r" % [lane["marks"] for lane in lanes])
+    check((view.get("origin") or {}).get("step") == 6, "the rank view carries the origin")
+    view = report_data(stopped).get("ranks") or {}
+    check([(s["rank"], s["last_step"]) for s in view.get("stopped", [])] == [(1, 37), (3, None)],
+          "the rank view carries the stopped ranks: %r" % view.get("stopped"))
+    check("ranks" not in report_data(os.path.join(ddp, "metrics-rank2.db")), "a single rank's report has no rank view")
+
+    # --rank: one rank's rows, or an error naming the ranks there are.
+    code, out, err = run(["alerts", "--db", ddp, "--rank", "2", "--format", "json"], cli)
+    rows = json.loads(out) if code == 0 else []
+    check(rows and all(r["rank"] == 2 for r in rows) and rows[0]["op"] == "aten::mm",
+          "alerts --rank 2 shows rank 2's alerts only: %r %r" % (rows, err))
+    code, out, err = run(["stats", "--db", ddp, "--step", "6", "--rank", "1", "--format", "json"], cli)
+    rows = json.loads(out) if code == 0 else []
+    check(len(rows) == 7 and all(r["rank"] == 1 for r in rows), "stats --rank 1 reads one rank: %d rows" % len(rows))
+    for args in (["alerts", "--db", ddp, "--rank", "7"], ["stats", "--db", ddp, "--step", "6", "--rank", "7"]):
+        code, _, err = run(args, cli)
+        check(code == 2 and "--rank 7: no database of rank 7 here (ranks present: 0, 1, 2, 3)" in err,
+              "%s --rank 7 names the ranks present: exit %d %r" % (args[0], code, err))
+    code, _, err = run(["alerts", "--db", ddp, "--rank", "two"], cli)
+    check(code == 2 and "--rank must be a rank number" in err, "--rank two is refused: %r" % err)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mpnanny", required=True)
@@ -430,10 +626,10 @@ def main():
     parser.add_argument("--golden", required=True)
     parser.add_argument("--source-dir", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("group", choices=["golden", "errors", "writes", "escaping", "compare"])
+    parser.add_argument("group", choices=["golden", "errors", "writes", "escaping", "compare", "ranks"])
     cli = parser.parse_args()
     {"golden": golden, "errors": errors, "writes": writes_and_limits, "escaping": escaping,
-     "compare": compare}[cli.group](cli)
+     "compare": compare, "ranks": ranks}[cli.group](cli)
     if FAILURES:
         print("%d check(s) failed" % len(FAILURES))
         return 1

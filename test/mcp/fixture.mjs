@@ -21,7 +21,7 @@ export const modelText = fs.readFileSync(path.join(env.sourceDir, 'test/mcp/Inpu
 /** 1-based line of the log(softmax) in Inputs/model.cpp. */
 export const logSoftmaxLine = modelText.split('\n').findIndex((l) => l.includes('torch::log(torch::softmax')) + 1;
 
-function schemaSql() {
+export function schemaSql() {
   const writer = fs.readFileSync(path.join(env.sourceDir, 'runtime/src/MetricsWriter.cpp'), 'utf8');
   const match = writer.match(/R"sql\(([\s\S]*?)\)sql"/);
   if (!match) throw new Error('no schema in runtime/src/MetricsWriter.cpp');

@@ -115,15 +115,20 @@ json runSummary(const Sandbox &Box, const json &Args) {
   const std::string Tool = "run_summary";
   auto Dbs = openRuns(Box, Args, Tool);
   int Worst = static_cast<int>(optInt(Args, Tool, "worst_sites").value_or(5));
-  json Runs;
+  json Runs, Group;
   try {
     Runs = query::summary(Dbs, Worst);
+    Group = query::rank_group(Dbs);
   } catch (const std::exception &E) {
     invalid(Tool + ": " + E.what(), "unreadable");
   }
   if (!Runs.is_array())
     Runs = json::array({Runs});
-  return {{"databases", databasesJson(Dbs)}, {"runs", Runs}};
+  // Always present, so that an agent need not tell "not a group" from "nothing went wrong".
+  return {{"databases", databasesJson(Dbs)},
+          {"runs", Runs},
+          {"origin", Group.is_null() ? json() : Group["origin"]},
+          {"stopped", Group.is_null() ? json::array() : Group["stopped"]}};
 }
 
 json siteVerdicts(const Sandbox &Box, const json &Args) {
@@ -209,12 +214,18 @@ Tool runSummaryTool(const Sandbox &Box) {
           "Summary of a training run",
           "Run metadata (precision, torch version), steps seen and traced, alert counts by type "
           "and severity, the first ERROR, the sites with the least fp16/bf16 headroom, and the "
-          "loss-scale history.",
+          "loss-scale history. For a folder of rank files (data-parallel training): `origin`, "
+          "where a NaN/Inf/overflow first entered a rank's gradient before the all-reduce (step, "
+          "rank, parameter, op and source line, the ranks that received it; `text` says it in one "
+          "line), and `stopped`, the ranks that stopped before the others, with their last step.",
           objectSchema({{"db", dbArgument()},
                         {"worst_sites", integer("How many worst sites (default 5)", 0, 100)}},
                        {"db"}),
-          objectSchema({{"databases", databasesSchema()}, {"runs", rowsSchema()}},
-                       {"databases", "runs"}),
+          objectSchema({{"databases", databasesSchema()},
+                        {"runs", rowsSchema()},
+                        {"origin", {{"type", {"object", "null"}}}},
+                        {"stopped", rowsSchema()}},
+                       {"databases", "runs", "origin", "stopped"}),
           true,
           [B = &Box](const json &A) { return runSummary(*B, A); }};
 }

@@ -82,6 +82,25 @@ std::optional<int64_t> parse_integer(const std::string& text) {
   return value;
 }
 
+std::optional<int> take_rank(Args& args) {
+  const auto text = args.take("--rank");
+  if (!text) return std::nullopt;
+  const auto parsed = parse_integer(*text);
+  if (!parsed || *parsed < 0 || *parsed > std::numeric_limits<int>::max()) {
+    throw UsageError("--rank must be a rank number (0, 1, ...), not '" + *text + "'");
+  }
+  return static_cast<int>(*parsed);
+}
+
+query::Databases select_rank_option(query::Databases databases, std::optional<int> rank) {
+  if (!rank) return databases;
+  try {
+    return query::select_rank(std::move(databases), *rank);
+  } catch (const query::Error& error) {
+    throw query::Error(std::string("--rank ") + std::to_string(*rank) + ": " + error.what());
+  }
+}
+
 int parse_count(const std::string& option, const std::string& text) {
   const auto parsed = parse_integer(text);
   if (!parsed || *parsed < 0) throw UsageError(option + " must be a non-negative integer");

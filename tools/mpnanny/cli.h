@@ -45,6 +45,10 @@ struct Common {
 std::string default_database();
 /// Takes --db (default: default_database()), --format, --color auto|always|never.
 Common take_common(Args& args);
+/// --rank N: a non-negative integer, or nothing when the option is not given.
+std::optional<int> take_rank(Args& args);
+/// Only rank `rank`'s databases when it is given (see query::select_rank), all of them otherwise.
+query::Databases select_rank_option(query::Databases databases, std::optional<int> rank);
 /// A decimal int64; nothing for other text or a value out of range.
 std::optional<int64_t> parse_integer(const std::string& text);
 /// A count option's value (--top, --max-heatmaps): non-negative, more than an int holds read as

@@ -46,9 +46,10 @@ int alerts(Args args) {
   }
   filter.site = args.take("--site");
   if (const auto steps = args.take("--steps")) parse_steps(*steps, filter);
+  const auto rank = take_rank(args);
   if (!args.finish().empty()) throw UsageError("alerts takes no positional argument (use --db)");
 
-  const auto databases = query::open_databases(common.db_specs);
+  const auto databases = select_rank_option(query::open_databases(common.db_specs), rank);
   const nlohmann::json rows = query::alerts(databases, filter);
   const auto severity = [](const nlohmann::json& row) { return query::severity_colour(row["severity"]); };
   std::vector<query::Column> columns = {

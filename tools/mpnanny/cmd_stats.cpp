@@ -17,9 +17,10 @@ int stats(Args args) {
   filter.site = args.take("--site");
   filter.param = args.take("--param");
   if (filter.site && filter.param) throw UsageError("give --site or --param, not both");
+  const auto rank = take_rank(args);
   if (!args.finish().empty()) throw UsageError("stats takes no positional argument (use --db)");
 
-  const auto databases = query::open_databases(common.db_specs);
+  const auto databases = select_rank_option(query::open_databases(common.db_specs), rank);
   const nlohmann::json rows = query::stats(databases, filter);
   if (rows.empty()) {
     // Most steps are not traced: say which ones are, so the next command works.

@@ -16,6 +16,42 @@ std::string paint(bool colour, const std::string& code, const std::string& text)
   return colour && !code.empty() ? code + text + query::kReset : text;
 }
 
+/// `text` after `lead`, wrapped at spaces to fit 100 columns; continuation lines are indented under
+/// the text (tables fit a 100-column terminal).
+void print_wrapped(const std::string& lead, const std::string& painted_lead, const std::string& text) {
+  const size_t width = 100, indent = lead.size();
+  std::cout << painted_lead;
+  size_t column = indent, start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (column > indent && column + 1 + word.size() > width) {
+      std::cout << "\n" << std::string(indent, ' ');
+      column = indent;
+    } else if (column > indent) {
+      std::cout << ' ';
+      ++column;
+    }
+    std::cout << word;
+    column += word.size();
+    start = end + 1;
+  }
+  std::cout << "\n";
+}
+
+/// The group's lines, before the ranks: where a bad value came from and which ranks stopped early
+/// are what a data-parallel failure is about, and no single rank's block shows either.
+void print_group(const json& group, bool colour) {
+  if (group.is_null()) return;
+  if (!group["origin"].is_null()) {
+    print_wrapped("origin: ", paint(colour, query::colour_of(vocab::AlertSeverity::Error), "origin: "),
+                  cell_text(group["origin"]["text"]));
+  }
+  for (const json& stopped : group["stopped"]) print_wrapped("", "", cell_text(stopped["text"]));
+  if (!group["origin"].is_null() || !group["stopped"].empty()) std::cout << "\n";
+}
+
 void print_table(const json& runs, bool colour) {
   bool first_run = true;
   for (const json& run : runs) {
@@ -105,7 +141,7 @@ void print_table(const json& runs, bool colour) {
   }
 }
 
-void print_csv(const json& runs) {
+void print_csv(const json& runs, const json& group) {
   // Long form: one (rank, key, value) per fact, so a spreadsheet can pivot it.
   std::cout << "rank,key,value\r\n";
   const auto emit = [](const json& rank, const std::string& key, const json& value) {
@@ -140,6 +176,27 @@ void print_csv(const json& runs) {
       }
     }
   }
+  if (group.is_null()) return;
+  // The group's facts under the rank they are about: the origin ranks, the stopped ranks.
+  if (!group["origin"].is_null()) {
+    const json& origin = group["origin"];
+    std::string received;
+    for (const json& rank : origin["received"]) received += (received.empty() ? "" : " ") + cell_text(rank);
+    for (const json& rank : origin["ranks"]) {
+      emit(rank["rank"], "origin.step", origin["step"]);
+      emit(rank["rank"], "origin.kind", rank["kind"]);
+      emit(rank["rank"], "origin.parameter", rank["parameter"]);
+      emit(rank["rank"], "origin.op", rank["op"].is_object() ? rank["op"]["op"] : json());
+      emit(rank["rank"], "origin.site", rank["op"].is_object() ? rank["op"]["site"] : json());
+      emit(rank["rank"], "origin.received", received);
+      emit(rank["rank"], "origin.source", origin["source"]);
+    }
+  }
+  for (const json& stopped : group["stopped"]) {
+    emit(stopped["rank"], "stopped.last_step", stopped["last_step"]);
+    emit(stopped["rank"], "stopped.closed", stopped["closed"]);
+    emit(stopped["rank"], "stopped.others_last_step", stopped["others_last_step"]);
+  }
 }
 
 }  // namespace
@@ -150,11 +207,25 @@ int summary(Args args) {
   if (const auto top = args.take("--top")) worst = parse_count("--top", *top);
   if (!args.finish().empty()) throw UsageError("summary takes no positional argument (use --db)");
   const auto databases = query::open_databases(common.db_specs);
-  const json runs = query::summary(databases, worst);
+  json runs = query::summary(databases, worst);
+  const json group = query::rank_group(databases);
   switch (common.format) {
-    case query::Format::Json: std::cout << query::json_text(runs, 2) << "\n"; break;
-    case query::Format::Csv: print_csv(runs); break;
-    case query::Format::Table: print_table(runs, common.colour); break;
+    case query::Format::Json:
+      // The output stays one object per rank; in a process group each also carries the group's
+      // origin and stopped ranks (the same in every one), so that any rank's object tells them.
+      if (!group.is_null()) {
+        for (json& run : runs) {
+          run["origin"] = group["origin"];
+          run["stopped"] = group["stopped"];
+        }
+      }
+      std::cout << query::json_text(runs, 2) << "\n";
+      break;
+    case query::Format::Csv: print_csv(runs, group); break;
+    case query::Format::Table:
+      print_group(group, common.colour);
+      print_table(runs, common.colour);
+      break;
   }
   return 0;
 }

@@ -284,4 +284,20 @@ Databases open_databases(const std::vector<std::string>& specs) {
   return databases;
 }
 
+Databases select_rank(Databases databases, int rank) {
+  Databases selected;
+  std::string present;
+  for (auto& database : databases) {
+    const std::string name = std::to_string(database->rank());
+    if ((", " + present + ", ").find(", " + name + ", ") == std::string::npos) {
+      present += (present.empty() ? "" : ", ") + name;
+    }
+    if (database->rank() == rank) selected.push_back(std::move(database));
+  }
+  if (selected.empty()) {
+    throw Error("no database of rank " + std::to_string(rank) + " here (ranks present: " + present + ")");
+  }
+  return selected;
+}
+
 }  // namespace mpnanny::query

@@ -103,6 +103,10 @@ std::vector<std::string> database_files(const std::string& spec);
 /// Sorted by rank, then path. Throws Error when nothing readable is found.
 Databases open_databases(const std::vector<std::string>& specs);
 
+/// The databases of one rank (`--rank N`): those whose run has that rank. Throws Error naming the
+/// ranks that are there when none has it, so that a typo is not answered with "no alerts".
+Databases select_rank(Databases databases, int rank);
+
 /// The newest schema version this build reads (the runtime's kMetricsSchemaVersion).
 int supported_schema_version();
 

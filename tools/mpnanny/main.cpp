@@ -16,9 +16,11 @@ constexpr const char* kUsage = R"(usage: mpnanny <command> [options]
 
 Queries (every one takes --db FILE|DIR ... [default $MPNANNY_DIR or nanny_logs],
 --format table|json|csv, --color auto|always|never; FILE#RUN picks a run):
-  summary [--top N]           run metadata, steps, alert counts, first ERROR, worst sites
-  alerts  [--severity ERROR|WARNING] [--type T] [--site S] [--steps A:B]
-  stats   --step N [--site S | --param P]
+  summary [--top N]           run metadata, steps, alert counts, first ERROR, worst sites;
+                              for the ranks of a data-parallel run, where a bad value came
+                              from (origin) and which ranks stopped early
+  alerts  [--severity ERROR|WARNING] [--type T] [--site S] [--steps A:B] [--rank N]
+  stats   --step N [--site S | --param P] [--rank N]
   sites                       verification verdicts of static findings (MPNANNY_VERIFY=1)
 AI agents:
   mcp [--root DIR]...         the MCP server over stdio (runs mpnanny-mcp; see mpnanny-mcp --help)

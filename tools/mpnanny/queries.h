@@ -30,6 +30,20 @@ double precision_max(const std::string& precision);
 /// by headroom (precision max / max |x|), and the loss-scale history in one line.
 nlohmann::json summary(const Databases& databases, int worst_sites = 5);
 
+/// What the ranks of a data-parallel run say together (issue 28), or null when the databases are
+/// not ranks of one process group (every run has world_size 1):
+///   origin   where a NaN, Inf or overflow first entered the gradients: the step, the ranks whose
+///            own gradient was bad before the all-reduce (kind, parameter, and the first op at that
+///            step whose output was bad in the same way, with its source line), the ranks that
+///            received it, and which of those have bad `reduced_gradient` rows at that step; null
+///            when no rank's gradient went bad. `text` says it in one line.
+///   stopped  the ranks that stopped before the others (their run did not close while another's
+///            did, their last step is behind, or they left no database here), with their last
+///            step; empty when none did.
+/// The origin step comes from the `rank_agreement` table, which every rank writes for the whole
+/// group; files without it fall back to each rank's `gradient` rows.
+nlohmann::json rank_group(const Databases& databases);
+
 /// The alert severities, most severe first, as the CLI and the MCP server offer them.
 std::vector<std::string> severity_names();
 /// "ERROR, WARNING or INFO": the choices of a --severity option, for its messages.

@@ -15,7 +15,9 @@ namespace mpnanny::query {
 /// Everything the report page draws, one entry per database (rank): curves (scalars, global and
 /// per-parameter gradient norms, loss scale), alert markers, log2|x| heatmaps per site or
 /// parameter (the `max_heatmaps` with the least headroom), anomaly localization (first step and
-/// site of each alert type, and every tensor at that step in execution order), verdicts.
+/// site of each alert type, and every tensor at that step in execution order), verdicts. With
+/// several ranks of a process group, `ranks` holds the rank view: rank_group()'s origin and
+/// stopped ranks, and one lane per rank (its steps, whether it closed, its alerts per step).
 nlohmann::json report_data(const Databases& databases, int max_heatmaps = 24);
 
 struct CompareOptions {

@@ -231,6 +231,53 @@ json localization(const Database& db, const std::string& precision, json& chains
   return out;
 }
 
+/// One lane of the rank view: the steps a rank saw, whether its run closed, and its alerts as marks,
+/// one per step (the worst severity there, the count and the types), so that a long run's lane
+/// stays a few thousand marks.
+json rank_lane(const Database& db, size_t max_marks) {
+  json lane = {{"rank", db.rank()}, {"file", db.path()}, {"closed", !db.run()["ended_at"].is_null()}};
+  {
+    auto q = db.prepare("SELECT MIN(step), MAX(step) FROM steps WHERE run_id = ?");
+    q->bind(1, db.run_id()).step();
+    lane["first_step"] = q->value(0);
+    lane["last_step"] = q->value(1);
+  }
+  // Most severe first within a step: the first row of a step names its worst severity.
+  auto q = db.prepare(
+      "SELECT step, severity, type, COUNT(*) FROM alerts WHERE run_id = ?1 GROUP BY step, severity, type "
+      "ORDER BY step, COALESCE(NULLIF(instr(?2, ',' || severity || ','), 0), length(?2)), type");
+  std::string ranked = ",";
+  for (const std::string& name : severity_names()) ranked += name + ",";
+  q->bind(1, db.run_id()).bind(2, ranked);
+  json marks = json::array();
+  while (q->step()) {
+    const int64_t step = q->integer(0);
+    if (marks.empty() || marks.back()["step"].get<int64_t>() != step) {
+      if (marks.size() >= max_marks) break;
+      marks.push_back({{"step", step}, {"severity", q->text(1)}, {"count", 0}, {"types", json::array()}});
+    }
+    json& mark = marks.back();
+    mark["count"] = mark["count"].get<int64_t>() + q->integer(3);
+    if (std::find(mark["types"].begin(), mark["types"].end(), json(q->text(2))) == mark["types"].end()) {
+      mark["types"].push_back(q->text(2));
+    }
+  }
+  lane["marks"] = marks;
+  return lane;
+}
+
+/// The rank view of a data-parallel run: one lane per rank on the step axis, with the group's
+/// origin and stopped ranks; null for a single database or a run without a process group.
+json rank_view(const Databases& databases) {
+  if (databases.size() < 2) return nullptr;
+  json group = rank_group(databases);
+  if (group.is_null()) return nullptr;
+  json lanes = json::array();
+  for (const auto& db : databases) lanes.push_back(rank_lane(*db, 5000));
+  group["lanes"] = lanes;
+  return group;
+}
+
 }  // namespace
 
 nlohmann::json report_data(const Databases& databases, int max_heatmaps) {
@@ -268,7 +315,9 @@ nlohmann::json report_data(const Databases& databases, int max_heatmaps) {
     out["verdicts"] = db->has_table("site_verdicts") ? site_verdicts(*db) : json();
     runs.push_back(out);
   }
-  return {{"runs", runs}};
+  json data = {{"runs", runs}};
+  if (json ranks = rank_view(databases); !ranks.is_null()) data["ranks"] = ranks;
+  return data;
 }
 
 }  // namespace mpnanny::query

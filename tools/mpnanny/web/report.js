@@ -350,6 +350,108 @@
     }
   }
 
+  // The ranks of a data-parallel run on one step axis: a lane per rank from its first to its last
+  // step, its alerts as marks (coloured by the worst severity at that step), the origin ringed,
+  // and a cross where a rank stopped early. A failure that spread through the all-reduce shows as
+  // marks on every lane at one step; the ring says which lane it came from.
+  function renderRanks(ranks) {
+    var section = add(main, el('section', 'block'));
+    section.setAttribute('data-ranks', String(ranks.lanes.length));
+    add(section, el('h2', '', 'Ranks: ' + ranks.lanes.length + ' of world size ' + ranks.world_size));
+    var origin = ranks.origin;
+    var box = add(section, el('div', 'departure' + (origin ? '' : ' none')));
+    box.setAttribute('data-origin-step', origin ? String(origin.step) : '');
+    box.textContent = origin ? 'Origin: ' + origin.text + '.' : 'No rank\'s gradient held a NaN, Inf or overflow before the all-reduce.';
+    var stoppedRanks = {};
+    ranks.stopped.forEach(function (s) {
+      stoppedRanks[s.rank] = s;
+      add(section, el('p', 'stopped', s.text)).setAttribute('data-stopped-rank', String(s.rank));
+    });
+    var originRanks = {};
+    if (origin) origin.ranks.forEach(function (o) { originRanks[o.rank] = o; });
+
+    var lanes = ranks.lanes, xs = {};
+    lanes.forEach(function (lane) {
+      if (lane.first_step !== null) { xs[lane.first_step] = true; xs[lane.last_step] = true; }
+      lane.marks.forEach(function (m) { xs[m.step] = true; });
+    });
+    if (origin) xs[origin.step] = true;
+    var x = Object.keys(xs).map(Number).sort(function (a, b) { return a - b; });
+    var index = {};
+    x.forEach(function (v, i) { index[v] = i; });
+    // A lane is a series at y = its rank, defined at its first and last step only (spanGaps joins them).
+    var columns = [x].concat(lanes.map(function (lane) {
+      var column = x.map(function () { return null; });
+      if (lane.first_step !== null) { column[index[lane.first_step]] = lane.rank; column[index[lane.last_step]] = lane.rank; }
+      return column;
+    }));
+    var marks = 0;
+    lanes.forEach(function (lane) { marks += lane.marks.length; });
+    var chart = chartBox(section, 'rank-lanes', 'lanes', 'one lane per rank; marks: steps with alerts (red ERROR, orange WARNING); ring: the origin; cross: a rank that stopped early');
+    chart.setAttribute('data-points', String(x.length));
+    chart.setAttribute('data-lanes', String(lanes.length));
+    chart.setAttribute('data-marks', String(marks));
+    chart.setAttribute('data-origin-ranks', origin ? origin.ranks.map(function (o) { return o.rank; }).join(',') : '');
+    var readout = add(chart, el('div', 'readout', ''));
+    if (!x.length) { add(chart, el('p', 'note', 'no steps recorded')); return; }
+    var maxRank = 0;
+    lanes.forEach(function (lane) { maxRank = Math.max(maxRank, lane.rank); });
+    ranks.stopped.forEach(function (s) { maxRank = Math.max(maxRank, s.rank); });
+    function drawMarks(u) {
+      var ctx = u.ctx, dpr = devicePixelRatio;
+      ctx.save();
+      lanes.forEach(function (lane) {
+        var y = u.valToPos(lane.rank, 'y', true);
+        lane.marks.forEach(function (m) {
+          var px = u.valToPos(m.step, 'x', true);
+          ctx.fillStyle = SEVERITY_COLOUR[m.severity] || '#999';
+          ctx.beginPath(); ctx.arc(px, y, 4.5 * dpr, 0, 2 * Math.PI); ctx.fill();
+        });
+        if (stoppedRanks[lane.rank] && lane.last_step !== null) {
+          var sx = u.valToPos(lane.last_step, 'x', true), r = 6 * dpr;
+          ctx.strokeStyle = '#1d2330'; ctx.lineWidth = 2 * dpr;
+          ctx.beginPath(); ctx.moveTo(sx - r, y - r); ctx.lineTo(sx + r, y + r); ctx.moveTo(sx - r, y + r); ctx.lineTo(sx + r, y - r); ctx.stroke();
+        }
+      });
+      if (origin) {
+        var ox = u.valToPos(origin.step, 'x', true);
+        origin.ranks.forEach(function (o) {
+          var oy = u.valToPos(o.rank, 'y', true);
+          ctx.strokeStyle = SEVERITY_COLOUR.ERROR; ctx.lineWidth = 2.5 * dpr;
+          ctx.beginPath(); ctx.arc(ox, oy, 10 * dpr, 0, 2 * Math.PI); ctx.stroke();
+          ctx.textAlign = 'left'; ctx.textBaseline = 'bottom';
+          ctx.fillStyle = SEVERITY_COLOUR.ERROR; ctx.font = (11 * dpr) + 'px sans-serif';
+          ctx.fillText('origin', ox + 12 * dpr, oy - 6 * dpr);
+        });
+      }
+      ctx.restore();
+    }
+    var opts = {
+      width: chartWidth(), height: Math.max(140, 46 * (maxRank + 1) + 60),
+      scales: { x: { time: false }, y: { auto: false, range: [-0.6, maxRank + 0.6] } },
+      axes: [{ label: 'step', incrs: STEP_INCREMENTS },
+             { label: 'rank', size: 60, incrs: [1], values: function (u, vals) { return vals.map(function (v) { return 'rank ' + v; }); } }],
+      series: [{ label: 'step' }].concat(lanes.map(function (lane) {
+        return { label: 'rank ' + lane.rank, stroke: originRanks[lane.rank] ? SEVERITY_COLOUR.ERROR : '#8a93a3', width: 3, spanGaps: true };
+      })),
+      legend: { show: false },
+      hooks: {
+        draw: [drawMarks],
+        setCursor: [function (u) {
+          var i = u.cursor.idx;
+          if (i === null || i === undefined) { readout.textContent = ''; return; }
+          var step = x[i], parts = [];
+          lanes.forEach(function (lane) {
+            lane.marks.forEach(function (m) { if (m.step === step) parts.push('rank ' + lane.rank + ': ' + m.count + ' ' + m.types.join(', ')); });
+          });
+          readout.textContent = 'step ' + step + (parts.length ? ': ' + parts.join('; ') : ': no alerts');
+        }]
+      }
+    };
+    new uPlot(opts, columns, chart);
+    charts++;
+  }
+
   function renderCompare(cmp) {
     var section = add(main, el('section', 'block'));
     section.setAttribute('data-compare', '1');
@@ -403,6 +505,7 @@
       renderCompare(data.compare);
     } else {
       title.textContent = data.runs.length + (data.runs.length === 1 ? ' database' : ' databases (one per rank)');
+      if (data.ranks) renderRanks(data.ranks);
       data.runs.forEach(function (run) { renderRun(run, data.runs.length > 1); });
     }
   } catch (e) {
