@@ -386,9 +386,12 @@ void Nanny::Impl::agree_with_group(bool observed) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   const std::optional<std::string> divergence = view.loss_scale_divergence();
-  if (view.any_error() || divergence) sampler_.on_error(step_);
+  // Scales that parted stay apart: the news, and the dense window, is the step they part.
+  const bool newly_diverged = divergence && !scales_diverged_;
+  scales_diverged_ = divergence.has_value();
+  if (view.any_error() || newly_diverged) sampler_.on_error(step_);
   if (!observed) return;
-  if (divergence) {
+  if (newly_diverged) {
     raise(Finding{AlertType::LossScaleDiverged, Severity::Error, mine.loss_scale.value_or(0.0), 0.0, *divergence},
           Phase::LossScale, "", "loss_scale", 0, -1);
     report_.error = false;  // the whole group raised it: not news for the next agreement

@@ -158,7 +158,8 @@ class Nanny::Impl {
   // Only the thread that begins and ends steps touches them.
   std::unique_ptr<RankAgreement> agreement_;
   RankReport report_;
-  bool off_step_open_ = false;  // a step of a switched-off session in a group: traced_ says whether it agrees
+  bool scales_diverged_ = false;  // the last agreement found the ranks' loss scales apart
+  bool off_step_open_ = false;    // a step of a switched-off session in a group: traced_ says whether it agrees
 
   // watch().
   bool watch_mode_ = false;
