@@ -202,8 +202,11 @@ int train_rank(const Arguments& arguments) {
 
   torch::manual_seed(1000 + rank);  // each rank its own shard of the data
   const torch::Tensor direction = torch::ones({32, 1}) / 32.0;
+  const auto started = std::chrono::steady_clock::now();
+  auto after_first_step = started;
   try {
     for (int64_t step = 0; step < arguments.steps; ++step) {
+      if (step == 1) after_first_step = std::chrono::steady_clock::now();
       auto guard = nanny.step(step);
       if (rank == arguments.exit_rank && step == arguments.exit_step) std::raise(SIGKILL);
       optimizer.zero_grad();
@@ -221,6 +224,13 @@ int train_rank(const Arguments& arguments) {
     std::cerr << "train_ddp: rank " << rank << ": " << error.what() << "\n";
     return 3;
   }
+  // The training loop alone, without start-up and rendezvous, and without its first step (which
+  // holds one-time costs: the nanny's database and the first symbolization of source lines): what
+  // bench/ddp-bench.py compares.
+  const auto finished = std::chrono::steady_clock::now();
+  const auto ms = [](auto duration) { return std::chrono::duration<double, std::milli>(duration).count(); };
+  std::cout << "rank " << rank << ": " << arguments.steps << " steps in " << ms(finished - started) << " ms, "
+            << "after the first step " << ms(finished - after_first_step) << " ms\n";
   return 0;
 }
 
