@@ -212,9 +212,9 @@ static std::string normalizedText(const Stmt *S, const ASTContext &Ctx) {
 void MpnannyCheck::report(ASTContext &Ctx, const Subject &About, SourceLocation Loc,
                           llvm::StringRef Message, llvm::StringRef Fix, const PrecisionReason &Why,
                           std::optional<FixItHint> Exact) {
-  // A function the compiler could not parse whole is not judged on what is left of it.
-  if (parse_health::inBrokenFunction(About.Node ? About.Node->getBeginLoc() : Loc,
-                                     precisionContext(Ctx), Ctx))
+  // A function the compiler could not parse whole is judged only before its first error.
+  if (parse_health::inUncheckedPart(About.Node, About.Node ? About.Node->getBeginLoc() : Loc,
+                                    precisionContext(Ctx), Ctx))
     return;
   const SourceManager &SM = Ctx.getSourceManager();
   SourceLocation Spelled = SM.getFileLoc(Loc);

@@ -98,8 +98,15 @@ brokenFunctions(const PrecisionContext &Functions, ASTContext &Ctx) {
       if (Unit.SM != &SM)
         break;
       SourceLocation L = SM.getComposedLoc(E.File, E.Offset);
-      if (const FunctionDecl *FD = Functions.functionAt(L))
-        Unit.Broken->try_emplace(FD, &E);
+      const FunctionDecl *FD = Functions.functionAt(L);
+      if (!FD)
+        continue;
+      // The earliest in the source: errors of a template's instantiation come at the end of
+      // the unit, after errors further down its body.
+      auto [It, New] = Unit.Broken->try_emplace(FD, &E);
+      if (!New && It->second &&
+          SM.isBeforeInTranslationUnit(L, SM.getComposedLoc(It->second->File, It->second->Offset)))
+        It->second = &E;
     }
     // Declarations Sema rejected without an error inside the body's range (a parameter
     // of a type from a missing header is reported at the parameter, which is in range too,
@@ -129,11 +136,37 @@ void keepGoing(Preprocessor &PP) {
   Diags.setClient(Recorder.release(), /*ShouldOwnClient=*/true);
 }
 
-bool inBrokenFunction(SourceLocation Loc, const PrecisionContext &Functions, ASTContext &Ctx) {
+bool inUncheckedPart(const Stmt *Node, SourceLocation Loc, const PrecisionContext &Functions,
+                     ASTContext &Ctx) {
   if (!Current || (Current->SM && Current->SM != &Ctx.getSourceManager()))
     return false;
   const FunctionDecl *FD = Functions.functionAt(Loc);
-  return FD && brokenFunctions(Functions, Ctx).count(FD);
+  if (!FD)
+    return false;
+  const auto &Broken = brokenFunctions(Functions, Ctx);
+  auto It = Broken.find(FD);
+  if (It == Broken.end())
+    return false;
+  const RecordedError *FirstError = It->second;
+  const auto *Body = dyn_cast_or_null<CompoundStmt>(FD->getBody());
+  if (!FirstError || !Body)
+    return true; // an invalid declaration: nothing in it can be trusted
+  if (const auto *E = dyn_cast_or_null<Expr>(Node); E && E->containsErrors())
+    return true;
+  // The statement of the body that holds the finding, whole (a loop with everything in it):
+  // what runs after it cannot have flowed into it, so an error after its end leaves it as
+  // the compiler would have seen it; an error inside or before it may not.
+  const SourceManager &SM = Ctx.getSourceManager();
+  SourceLocation At = SM.getExpansionLoc(Loc);
+  for (const Stmt *Top : Body->body()) {
+    SourceLocation Begin = SM.getExpansionLoc(Top->getBeginLoc());
+    SourceLocation End = SM.getExpansionRange(Top->getEndLoc()).getEnd();
+    if (SM.isBeforeInTranslationUnit(At, Begin) || SM.isBeforeInTranslationUnit(End, At))
+      continue;
+    SourceLocation ErrorAt = SM.getComposedLoc(FirstError->File, FirstError->Offset);
+    return !SM.isBeforeInTranslationUnit(End, ErrorAt);
+  }
+  return true; // not inside any statement of the body (a default argument, say)
 }
 
 void summarize(const PrecisionContext &Functions, ASTContext &Ctx) {

@@ -6,9 +6,10 @@
 // every function after it went unchecked. Every mpnanny check asks for this before the
 // parse starts (registerPPCallbacks), so both doors behave alike: fatal errors become
 // errors, there is no error limit, and the location of every error is recorded. A function
-// whose body holds an error is not checked (its AST is partial and would mislead the
-// analysis); every other function is, and the count of those left out is logged for
-// mpnanny-check to print per file.
+// whose body holds an error is checked only up to the statement before its first error (after
+// it the AST is partial and would mislead the analysis, and what follows cannot have flowed
+// into what came before); every other function is checked whole, and the count of those
+// holding errors is logged for mpnanny-check to print per file.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MPNANNY_CHECKS_UTILS_PARSEHEALTH_H
@@ -27,9 +28,12 @@ namespace parse_health {
 /// recorded from now on for this translation unit. Idempotent within a translation unit.
 void keepGoing(Preprocessor &PP);
 
-/// Whether the user function that holds Loc had a compile error inside it (or is invalid).
-/// False outside any user function and when keepGoing() was not called for this unit.
-bool inBrokenFunction(SourceLocation Loc, const PrecisionContext &Functions, ASTContext &Ctx);
+/// Whether a finding about Node at Loc falls where its function's AST cannot be trusted: in a
+/// function whose declaration is invalid, in an expression that holds an error, or in a
+/// top-level statement of a function body (a loop counts whole) that ends after the function's
+/// first error. False outside broken functions and when keepGoing() was not called.
+bool inUncheckedPart(const Stmt *Node, SourceLocation Loc, const PrecisionContext &Functions,
+                     ASTContext &Ctx);
 
 /// Once per translation unit (later calls do nothing): logs how many user functions could
 /// not be checked, with the first error inside one of them (FindingLog::recordParse).
