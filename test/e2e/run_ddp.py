@@ -12,7 +12,6 @@ end is killed, and the test fails if it had to.
 import argparse
 import json
 import os
-import shutil
 import signal
 import socket
 import sqlite3
@@ -20,21 +19,10 @@ import subprocess
 import sys
 import time
 
-FAILURES = []
+from e2e_support import FAILURES, expect, fresh
+
 WORLD = 4
 DEADLINE_S = 150
-
-
-def expect(condition, message):
-    if not condition:
-        FAILURES.append(message)
-        print("FAIL: " + message, file=sys.stderr)
-
-
-def fresh(path):
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
 
 
 def clean_env():

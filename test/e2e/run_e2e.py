@@ -8,24 +8,11 @@ GROUP: verify_example | verify_example_fp16 | verify_without_nanny | verify_step
 import argparse
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
 
-FAILURES = []
-
-
-def expect(condition, message):
-    if not condition:
-        FAILURES.append(message)
-        print("FAIL: " + message, file=sys.stderr)
-
-
-def fresh(path):
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
+from e2e_support import FAILURES, expect, fresh
 
 
 def train(program, work, sites, steps, extra_env=None, extra_args=()):
