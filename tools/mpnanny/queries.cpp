@@ -276,20 +276,22 @@ const char* shown_name(BadKind kind) {
   return "";
 }
 
-/// The tensor_stats column that counts overflows in the format the run was judged against.
-std::string overflow_column(const Database& db) {
-  return judged_format(str(db.run()["precision"])) == vocab::HalfFormat::BF16 ? "bf16_overflow" : "fp16_overflow";
+/// The kind of bad value a tensor_stats row holds, worst first, read from its columns nan_count,
+/// inf_count, fp16_overflow and bf16_overflow at `first` (the overflow of the format the run was
+/// judged against). Rows are filtered here rather than by SQL pasted per format: every query text
+/// stays a literal.
+BadKind bad_kind_of_row(const Statement& q, int first, bool judged_in_bf16) {
+  if (q.integer(first) > 0) return BadKind::NaN;
+  if (q.integer(first + 1) > 0) return BadKind::Inf;
+  if (q.integer(first + (judged_in_bf16 ? 3 : 2)) > 0) return BadKind::Overflow;
+  return BadKind::None;
 }
 
-/// SQL that is true for a tensor_stats row holding values of `kind` (column names only, never data).
-std::string bad_condition(const Database& db, BadKind kind) {
-  switch (kind) {
-    case BadKind::NaN: return "nan_count > 0";
-    case BadKind::Inf: return "inf_count > 0";
-    case BadKind::Overflow: return overflow_column(db) + " > 0";
-    case BadKind::None: break;
-  }
-  return "(nan_count > 0 OR inf_count > 0 OR " + overflow_column(db) + " > 0)";
+bool judged_in_bf16(const Database& db) { return judged_format(str(db.run()["precision"])) == vocab::HalfFormat::BF16; }
+
+/// `found` holds values of `wanted` (None: of any kind).
+bool is_kind(BadKind found, BadKind wanted) {
+  return found != BadKind::None && (wanted == BadKind::None || found == wanted);
 }
 
 const Database* database_of_rank(const Databases& databases, int64_t rank) {
@@ -305,44 +307,54 @@ std::optional<int64_t> optional_integer(Statement& q, int column) {
 
 /// The earliest step whose `phase` rows hold a bad value, in one rank's file.
 std::optional<int64_t> first_bad_step(const Database& db, const std::string& phase) {
-  auto q = db.prepare("SELECT MIN(step) FROM tensor_stats WHERE run_id = ? AND phase = ? AND " +
-                      bad_condition(db, BadKind::None));
+  auto q = db.prepare(
+      "SELECT step, nan_count, inf_count, fp16_overflow, bf16_overflow FROM tensor_stats WHERE run_id = ? AND "
+      "phase = ? AND (nan_count > 0 OR inf_count > 0 OR fp16_overflow > 0 OR bf16_overflow > 0) ORDER BY step");
   q->bind(1, db.run_id()).bind(2, phase);
-  return q->step() ? optional_integer(*q, 0) : std::nullopt;
+  const bool bf16 = judged_in_bf16(db);
+  while (q->step()) {
+    if (bad_kind_of_row(*q, 1, bf16) != BadKind::None) return q->integer(0);
+  }
+  return std::nullopt;
 }
 
 /// The worst kind among a rank's `phase` rows at one step, and the first parameter (execution
 /// order) whose row was bad.
 std::pair<BadKind, std::string> worst_at(const Database& db, const std::string& phase, int64_t step) {
-  auto q = db.prepare("SELECT MAX(nan_count > 0), MAX(inf_count > 0), MAX(" + overflow_column(db) +
-                      " > 0) FROM tensor_stats WHERE run_id = ? AND phase = ? AND step = ?");
+  auto q = db.prepare(
+      "SELECT name, nan_count, inf_count, fp16_overflow, bf16_overflow FROM tensor_stats WHERE run_id = ? AND "
+      "phase = ? AND step = ? ORDER BY seq");
   q->bind(1, db.run_id()).bind(2, phase).bind(3, step);
-  BadKind kind = BadKind::None;
-  if (q->step()) {
-    kind = q->integer(0) > 0   ? BadKind::NaN
-           : q->integer(1) > 0 ? BadKind::Inf
-           : q->integer(2) > 0 ? BadKind::Overflow
-                               : BadKind::None;
+  const bool bf16 = judged_in_bf16(db);
+  BadKind worst = BadKind::None;
+  std::string first_bad;
+  while (q->step()) {
+    const BadKind kind = bad_kind_of_row(*q, 1, bf16);
+    if (kind == BadKind::None) continue;
+    if (first_bad.empty()) first_bad = q->text(0);
+    worst = std::max(worst, kind);
   }
-  auto first = db.prepare("SELECT name FROM tensor_stats WHERE run_id = ? AND phase = ? AND step = ? AND " +
-                          bad_condition(db, BadKind::None) + " ORDER BY seq LIMIT 1");
-  first->bind(1, db.run_id()).bind(2, phase).bind(3, step);
-  return {kind, first->step() ? first->text(0) : std::string()};
+  return {worst, first_bad};
 }
 
 /// The first forward or backward op at `step` whose output held values of `kind`: where the bad
 /// value was made on this rank (a gradient only collects it).
 nlohmann::json first_bad_op(const Database& db, int64_t step, BadKind kind) {
   auto q = db.prepare(
-      "SELECT t.seq, t.phase, t.op, l.function, l.file, l.line FROM tensor_stats t LEFT JOIN locations l ON "
-      "l.run_id = t.run_id AND l.location_id = t.location_id WHERE t.run_id = ? AND t.step = ? AND t.phase IN "
-      "('forward', 'backward') AND " +
-      bad_condition(db, kind) + " ORDER BY t.seq LIMIT 1");
+      "SELECT t.seq, t.phase, t.op, l.function, l.file, l.line, t.nan_count, t.inf_count, t.fp16_overflow, "
+      "t.bf16_overflow FROM tensor_stats t LEFT JOIN locations l ON l.run_id = t.run_id AND l.location_id = "
+      "t.location_id WHERE t.run_id = ? AND t.step = ? AND t.phase IN ('forward', 'backward') AND (t.nan_count > 0 "
+      "OR t.inf_count > 0 OR t.fp16_overflow > 0 OR t.bf16_overflow > 0) ORDER BY t.seq");
   q->bind(1, db.run_id()).bind(2, step);
-  if (!q->step()) return nullptr;
-  nlohmann::json op = q->row();
-  add_site(op);
-  return op;
+  const bool bf16 = judged_in_bf16(db);
+  while (q->step()) {
+    if (!is_kind(bad_kind_of_row(*q, 6, bf16), kind)) continue;
+    nlohmann::json op = q->row();
+    for (const char* count : {"nan_count", "inf_count", "fp16_overflow", "bf16_overflow"}) op.erase(count);
+    add_site(op);
+    return op;
+  }
+  return nullptr;
 }
 
 std::string rank_list(const std::vector<int64_t>& ranks) {
@@ -443,11 +455,18 @@ nlohmann::json bad_value_origin(const Databases& databases, int64_t world_size) 
   for (const int64_t rank : received) {
     const Database* db = database_of_rank(databases, rank);
     if (!db) continue;
-    auto q = db->prepare("SELECT COUNT(*), COALESCE(SUM(" + bad_condition(*db, BadKind::None) +
-                         "), 0) FROM tensor_stats WHERE run_id = ? AND phase = 'reduced_gradient' AND step = ?");
+    auto q = db->prepare(
+        "SELECT nan_count, inf_count, fp16_overflow, bf16_overflow FROM tensor_stats WHERE run_id = ? AND phase = "
+        "'reduced_gradient' AND step = ?");
     q->bind(1, db->run_id()).bind(2, *step);
-    if (!q->step() || q->integer(0) == 0) continue;
-    (q->integer(1) > 0 ? bad_after : clean_after).push_back(rank);
+    const bool bf16 = judged_in_bf16(*db);
+    bool any = false, bad = false;
+    while (q->step()) {
+      any = true;
+      bad = bad || bad_kind_of_row(*q, 0, bf16) != BadKind::None;
+    }
+    if (!any) continue;
+    (bad ? bad_after : clean_after).push_back(rank);
   }
 
   std::string text = ranks_phrase(origin_numbers) + ", step " + std::to_string(*step) + ": ";
