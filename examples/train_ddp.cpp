@@ -163,6 +163,11 @@ c10::intrusive_ptr<c10d::Store> make_store(const Arguments& arguments, int rank)
     options.port = static_cast<uint16_t>(integer_argument("MASTER_PORT", std::getenv("MASTER_PORT") ? std::getenv("MASTER_PORT") : "29500"));
     options.isServer = rank == 0;
     options.numWorkers = arguments.world_size;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    // LibTorch 2.4 made the libuv store the default, and refuses it where it was built without
+    // libuv (Debian's 2.6); the classic store works in every build.
+    options.useLibUV = false;
+#endif
     return c10::make_intrusive<c10d::TCPStore>(master, options);
   }
   if (arguments.store.empty()) usage("a rank needs --store FILE or MASTER_ADDR/MASTER_PORT");
