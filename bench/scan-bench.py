@@ -5,7 +5,7 @@ Runs, side by side and interleaved (so that a change in the machine's load hits 
 variant alike), on the example model and on a generated project whose units all include
 <torch/torch.h>:
 
-  parse     clang++-16 -fsyntax-only                       the floor
+  parse     clang++ -fsyntax-only (the clang-tidy's LLVM)  the floor
   tidy      clang-tidy-16 --load <plugin> -checks='-*,mpnanny-*'
   nocache   mpnanny-check --no-cache
   cold      mpnanny-check with an empty header cache (a detached process builds the
@@ -131,7 +131,7 @@ def realcode_project(args, check, plugin, repo):
                             (facts_s + warm_s) / tidy_s))
 
 
-def generate_project(root, units, flags):
+def generate_project(root, units, flags, compiler):
     """`units` files that each include <torch/torch.h> and hold a small fp16 model step,
     and the compile_commands.json a CMake build would write for them."""
     # Sources beside the build folder, not in it: files inside it count as generated.
@@ -157,7 +157,7 @@ float loss%d(const torch::Tensor &x, const torch::Tensor &w, const torch::Tensor
 }
 """ % (i, i, i, i))
         commands.append({"directory": build, "file": path,
-                         "arguments": ["/usr/bin/clang++-16", "-std=c++17"] + flags +
+                         "arguments": [compiler, "-std=c++17"] + flags +
                                       ["-c", path, "-o", os.path.basename(path) + ".o"]})
     with open(os.path.join(build, "compile_commands.json"), "w") as f:
         json.dump(commands, f, indent=1)
@@ -183,7 +183,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(SOURCE_DIR, "build"),
                     help="build folder holding bin/mpnanny-check and the plugin")
-    ap.add_argument("--clang", default="clang++-16")
+    ap.add_argument("--clang", default=None,
+                    help="the parser's floor (default: the clang++ of the --clang-tidy given)")
     ap.add_argument("--clang-tidy", default="clang-tidy-16")
     ap.add_argument("--reps", type=int, default=3, help="repetitions of each measure (median)")
     ap.add_argument("--units", type=int, default=20, help="units of the generated project")
@@ -195,6 +196,12 @@ def main():
                     help="only the real-code project measure (see the description)")
     args = ap.parse_args()
 
+    if args.clang is None:
+        # The floor is the clang of the same LLVM as the clang-tidy (16 on Debian 12, 19 in the
+        # Debian 13 root), so that both parse alike.
+        tidy = shutil.which(args.clang_tidy)
+        sibling = os.path.join(os.path.dirname(os.path.realpath(tidy)), "clang++") if tidy else ""
+        args.clang = sibling if os.path.exists(sibling) else "clang++-16"
     check = os.path.join(args.build, "bin", "mpnanny-check")
     plugins = glob.glob(os.path.join(args.build, "**", "libmpnanny-tidy.so"), recursive=True)
     for tool in [check, shutil.which(args.clang), shutil.which(args.clang_tidy)]:
@@ -265,7 +272,8 @@ def main():
           % statistics.median(entry_ready))
 
     # --- the generated project ---------------------------------------------------------
-    project, units = generate_project(os.path.join(scratch, "project"), args.units, flags)
+    project, units = generate_project(os.path.join(scratch, "project"), args.units, flags,
+                                      shutil.which(args.clang))
     project_cache = os.path.join(scratch, "cache-project")
     build_s, _ = timed([check, checks, "--cache-dir=" + project_cache, "-p", project,
                         "-j", str(args.jobs)], env=env)

@@ -18,6 +18,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -162,6 +163,11 @@ c10::intrusive_ptr<c10d::Store> make_store(const Arguments& arguments, int rank)
     options.port = static_cast<uint16_t>(integer_argument("MASTER_PORT", std::getenv("MASTER_PORT") ? std::getenv("MASTER_PORT") : "29500"));
     options.isServer = rank == 0;
     options.numWorkers = arguments.world_size;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    // LibTorch 2.4 made the libuv store the default, and refuses it where it was built without
+    // libuv (Debian's 2.6); the classic store works in every build.
+    options.useLibUV = false;
+#endif
     return c10::make_intrusive<c10d::TCPStore>(master, options);
   }
   if (arguments.store.empty()) usage("a rank needs --store FILE or MASTER_ADDR/MASTER_PORT");
@@ -178,6 +184,22 @@ void all_reduce_gradients(torch::nn::Module& model, c10d::ProcessGroup& group) {
   }
 }
 
+/// A Gloo process group. LibTorch 2.x splits a group into the ProcessGroup and a Backend per
+/// device (ProcessGroupGloo is a Backend there, set as the group's CPU backend); in 1.13
+/// ProcessGroupGloo is the group itself.
+c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                  const c10::intrusive_ptr<c10d::ProcessGroupGloo::Options>& options) {
+#if TORCH_VERSION_MAJOR >= 2
+  auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, size);
+  group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
+  return group;
+#else
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+#endif
+}
+
 int train_rank(const Arguments& arguments) {
   const int rank = *arguments.rank;
   auto options = c10d::ProcessGroupGloo::Options::create();
@@ -185,8 +207,7 @@ int train_rank(const Arguments& arguments) {
   if (const char* master = std::getenv("MASTER_ADDR")) {
     options->devices.back() = c10d::ProcessGroupGloo::createDeviceForHostname(master);
   }
-  const auto group =
-      c10::make_intrusive<c10d::ProcessGroupGloo>(make_store(arguments, rank), rank, arguments.world_size, options);
+  const auto group = gloo_group(make_store(arguments, rank), rank, arguments.world_size, options);
 
   torch::manual_seed(0);  // the same initial weights on every rank
   Regressor model(32, 64);

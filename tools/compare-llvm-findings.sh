@@ -4,6 +4,8 @@
 # tests (test/checks, its Inputs, the corpus) and on the bundled example (issue 26).
 #
 #   bash tools/compare-llvm-findings.sh        # needs both builds; prints the diff, exit 1 if any
+#   MPNANNY_LLVM16_PLUGIN=DIR/lib/libmpnanny-tidy.so bash tools/compare-llvm-findings.sh
+#                                              # the LLVM 16 plugin of another build of this source
 #
 # Each file is scanned with -checks='-*,mpnanny-*' and the mock LibTorch headers; the example with
 # each platform's real LibTorch (1.13 and 2.6), of which only the findings in the example count.
@@ -33,12 +35,13 @@ if [ "${1:-}" = "--scan" ]; then
   exit 0
 fi
 
-[ -f build/lib/libmpnanny-tidy.so ] || { echo "build/ has no plugin: bash tools/test.sh first" >&2; exit 2; }
+plugin16=${MPNANNY_LLVM16_PLUGIN:-build/lib/libmpnanny-tidy.so}
+[ -f "$plugin16" ] || { echo "$plugin16 does not exist: bash tools/test.sh first" >&2; exit 2; }
 [ -f build-debian13/lib/libmpnanny-tidy.so ] ||
   { echo "build-debian13/ has no plugin: bash tools/debian13.sh bash tools/test.sh first" >&2; exit 2; }
-tidy16=$(grep -m1 '^MPNANNY_CLANG_TIDY:' build/CMakeCache.txt | cut -d= -f2)
+tidy16=$(grep -m1 '^MPNANNY_CLANG_TIDY:' build/CMakeCache.txt 2>/dev/null | cut -d= -f2 || true)
 start=$SECONDS
-bash "$0" --scan "${tidy16:-clang-tidy-16}" build/lib/libmpnanny-tidy.so "$out/llvm16.txt"
+bash "$0" --scan "${tidy16:-clang-tidy-16}" "$plugin16" "$out/llvm16.txt"
 echo "LLVM 16 (Debian 12): $(wc -l <"$out/llvm16.txt") findings in $((SECONDS - start)) s"
 start=$SECONDS
 bash tools/debian13.sh bash "$0" --scan clang-tidy-19 build-debian13/lib/libmpnanny-tidy.so "$out/llvm19.txt"

@@ -19,8 +19,22 @@
 
 namespace {
 
+/// The number that follows Prefix at the start of Name, or 0. By hand rather than with sscanf:
+/// glibc 2.38's headers turn sscanf into __isoc23_sscanf, which an older glibc lacks, and this
+/// file must load into an older system's clang-tidy to say that the versions differ.
+int majorAfter(const char *Name, const char *Prefix) {
+  const size_t Length = std::strlen(Prefix);
+  if (std::strncmp(Name, Prefix, Length) != 0)
+    return 0;
+  int Major = 0;
+  for (const char *C = Name + Length; *C >= '0' && *C <= '9' && Major < 100000; ++C)
+    Major = Major * 10 + (*C - '0');
+  return Major;
+}
+
 /// The major version of the clang libraries in this process, from the loaded
-/// libclang-cpp.so.N / libLLVM-N.so, or 0 when none is found (a static build).
+/// libclang-cpp.so.N, libLLVM-N.so or (LLVM 18 on) libLLVM.so.N, or 0 when none is found
+/// (a static build).
 int loadedClangMajor(std::string &Seen) {
   struct Search {
     int Major = 0;
@@ -34,9 +48,12 @@ int loadedClangMajor(std::string &Seen) {
           return 0;
         const char *Base = std::strrchr(Path, '/');
         Base = Base ? Base + 1 : Path;
-        int Major = 0;
-        if (std::sscanf(Base, "libclang-cpp.so.%d", &Major) == 1 ||
-            std::sscanf(Base, "libLLVM-%d", &Major) == 1) {
+        int Major = majorAfter(Base, "libclang-cpp.so.");
+        if (Major == 0)
+          Major = majorAfter(Base, "libLLVM-");
+        if (Major == 0)
+          Major = majorAfter(Base, "libLLVM.so.");
+        if (Major != 0) {
           S->Major = Major;
           S->Name = Base;
           return 1;

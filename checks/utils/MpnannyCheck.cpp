@@ -2,6 +2,7 @@
 #include "MpnannyCheck.h"
 
 #include "FindingLog.h"
+#include "LlvmCompat.h"
 #include "ParseHealth.h"
 #include "ValueFlow.h"
 #include "clang/AST/ASTContext.h"
@@ -99,9 +100,8 @@ const ProjectFacts *MpnannyCheck::projectFacts(ASTContext &Ctx) const {
     if (auto Cwd = SM.getFileManager().getVirtualFileSystem().getCurrentWorkingDirectory())
       Path = factsFileAbove(*Cwd);
     if (Path.empty())
-      if (const FileEntry *Main = SM.getFileEntryForID(SM.getMainFileID())) {
-        llvm::SmallString<256> Dir(Main->tryGetRealPathName().empty() ? Main->getName()
-                                                                      : Main->tryGetRealPathName());
+      if (OptionalFileEntryRef Main = SM.getFileEntryRefForID(SM.getMainFileID())) {
+        llvm::SmallString<256> Dir(realPathOrName(*Main));
         llvm::sys::path::remove_filename(Dir);
         Path = factsFileAbove(Dir);
       }

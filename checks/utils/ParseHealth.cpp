@@ -2,6 +2,7 @@
 #include "ParseHealth.h"
 
 #include "FindingLog.h"
+#include "LlvmCompat.h"
 #include "PrecisionContext.h"
 #include "clang/Basic/Diagnostic.h"
 #include "clang/Basic/SourceManager.h"
@@ -175,8 +176,7 @@ void summarize(const PrecisionContext &Functions, ASTContext &Ctx) {
   Current->Summarized = true;
   const SourceManager &SM = Ctx.getSourceManager();
   ::mpnanny::ParseSummary Summary;
-  if (const FileEntry *Main = SM.getFileEntryForID(SM.getMainFileID()))
-    Summary.File = Main->getName().str();
+  Summary.File = mainFileName(SM).value_or("");
   std::vector<const FunctionDecl *> All = Functions.functions();
   Summary.Functions = All.size();
   const auto &Broken = brokenFunctions(Functions, Ctx);

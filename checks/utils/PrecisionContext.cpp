@@ -1,6 +1,7 @@
 //===--- PrecisionContext.cpp - mpnanny ------------------------------------===//
 #include "PrecisionContext.h"
 
+#include "LlvmCompat.h"
 #include "UserCodeVisitor.h"
 #include "ValueFlow.h"
 
@@ -568,13 +569,11 @@ std::optional<Format> PrecisionContext::moduleConversion(const CXXRecordDecl *RD
 UnitFacts PrecisionContext::exportFacts() const {
   UnitFacts U;
   const SourceManager &SM = Ctx.getSourceManager();
-  if (const FileEntry *Main = SM.getFileEntryForID(SM.getMainFileID()))
-    U.File = Main->getName().str();
+  U.File = mainFileName(SM).value_or("");
   std::set<std::string> Inputs = {U.File};
   auto AddInput = [&](FileID File) {
-    if (const FileEntry *E = SM.getFileEntryForID(File))
-      Inputs.insert(E->tryGetRealPathName().empty() ? E->getName().str()
-                                                    : E->tryGetRealPathName().str());
+    if (OptionalFileEntryRef E = SM.getFileEntryRefForID(File))
+      Inputs.insert(realPathOrName(*E));
   };
   for (const Span &S : Spans)
     AddInput(S.File);

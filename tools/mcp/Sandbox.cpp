@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -142,6 +143,16 @@ std::string Sandbox::read(const std::string &Resolved, const std::string &Arg) c
   return *Text;
 }
 
+// LLVM 19 made vfs::FileSystem::getRealPath() non-const and exists() virtual; its
+// ProxyFileSystem forwards exists() straight to the file system it wraps, past status(), so
+// the fence must answer it too. (A wrong version bound fails to compile, `override`, rather
+// than leaving a way around the fence.)
+#if LLVM_VERSION_MAJOR >= 19
+#define MPNANNY_VFS_CONST
+#else
+#define MPNANNY_VFS_CONST const
+#endif
+
 namespace {
 /// Opens, lists and stats only under Allowed. Ancestors of an allowed folder may be
 /// stat'ed (the compiler walks up to them), not opened or listed.
@@ -169,8 +180,13 @@ public:
     }
     return ProxyFileSystem::dir_begin(Dir, EC);
   }
+#if LLVM_VERSION_MAJOR >= 19
+  bool exists(const llvm::Twine &P) override {
+    return access(P) != Access::None && ProxyFileSystem::exists(P);
+  }
+#endif
   std::error_code getRealPath(const llvm::Twine &P,
-                              llvm::SmallVectorImpl<char> &Output) const override {
+                              llvm::SmallVectorImpl<char> &Output) MPNANNY_VFS_CONST override {
     if (const_cast<FencedFileSystem *>(this)->access(P) == Access::None)
       return std::make_error_code(std::errc::no_such_file_or_directory);
     return ProxyFileSystem::getRealPath(P, Output);

@@ -1,6 +1,7 @@
 //===--- HeaderCache.cpp - mpnanny-check -----------------------------------===//
 #include "HeaderCache.h"
 
+#include "utils/LlvmCompat.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Basic/Version.h"
 #include "clang/Frontend/CompilerInstance.h"
@@ -164,10 +165,8 @@ public:
 protected:
   void EndSourceFileAction() override {
     const SourceManager &SM = getCompilerInstance().getSourceManager();
-    for (auto It = SM.fileinfo_begin(); It != SM.fileinfo_end(); ++It) {
-      llvm::StringRef Real = It->first->tryGetRealPathName();
-      Files.push_back((Real.empty() ? It->first->getName() : Real).str());
-    }
+    for (auto It = SM.fileinfo_begin(); It != SM.fileinfo_end(); ++It)
+      Files.push_back(clang::tidy::mpnanny::realPathOrName(It->first));
     GeneratePCHAction::EndSourceFileAction();
   }
 };
@@ -267,7 +266,7 @@ bool HeaderCache::build(const Plan &P, std::string &Error) {
     // every scan that loads it (-fpch-instantiate-templates): on the example a warm
     // -fsyntax-only went from 5.2 s to 2.1 s, for a 20 % larger entry built 20 % slower. A
     // benign option: the scans that load the entry need not set it.
-    Invocation->getLangOpts()->PCHInstantiateTemplates = true;
+    clang::tidy::mpnanny::langOptionsOf(*Invocation).PCHInstantiateTemplates = true;
     CompilerInstance Compiler;
     Compiler.setInvocation(std::move(Invocation));
     Compiler.createDiagnostics(Diagnostics, /*ShouldOwnClient=*/false);
