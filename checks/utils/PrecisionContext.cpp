@@ -474,6 +474,13 @@ std::optional<Format> PrecisionContext::explicitDtypeOf(const TorchCall &Call) c
     visitDescendants(Arg, [&](const Stmt *S) {
       if (!Found && (isa<DeclRefExpr>(S) || isa<MemberExpr>(S)))
         Found = dtypeOf(cast<Expr>(S));
+      // `auto opts = options.dtype(torch::kFloat32); torch::arange(n, opts)`: options held in
+      // a local that nothing changes carry the dtype of their initializer.
+      if (const auto *Ref = dyn_cast<DeclRefExpr>(S);
+          !Found && Ref && isOptionsOrDtype(Ref->getType()))
+        if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()); Var && Var->isLocalVarDecl())
+          if (const Expr *Init = ValueFlow::get(Ctx).stableInitializer(Var))
+            Found = dtypeNamedIn(Init);
       return !Found;
     });
     if (Found)
@@ -704,6 +711,13 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
   kb::AutocastPolicy Policy = autocastPolicy(Op, Why);
   std::optional<Format> Explicit = explicitDtypeOf(Call);
   std::optional<Format> Input = Call.Self ? knownFormat(Call.Self) : std::nullopt;
+  // `torch::pow(10000.0, exponents)`: a scalar first, so the tensor operated on comes later.
+  if (!Call.Self)
+    for (const Expr *Arg : Call.Args)
+      if (isTensorType(Arg->getType())) {
+        Input = knownFormat(Arg);
+        break;
+      }
   // torch::full(size, v) makes an fp32 tensor in any context: autocast does not cover
   // factories, and a half model's code still gets the default dtype unless it asks.
   if (Context != Precision::FP32 && isDefaultDtypeFactory(Call))

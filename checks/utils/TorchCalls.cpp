@@ -308,14 +308,16 @@ bool isDefaultDtypeFactory(const TorchCall &Call) {
     if (const auto *Construct = dyn_cast<CXXConstructExpr>(Written);
         Construct && Construct->getNumArgs() == 1)
       Written = Construct->getArg(0)->IgnoreImplicit();
-    std::string Type = Written->getType().getCanonicalType().getAsString();
-    std::string Param = Arg->getType().getCanonicalType().getAsString();
-    for (const std::string &T : {Type, Param})
-      if (T.find("TensorOptions") != std::string::npos ||
-          T.find("ScalarType") != std::string::npos || T.find("TypeMeta") != std::string::npos)
-        return false;
+    if (isOptionsOrDtype(Written->getType()) || isOptionsOrDtype(Arg->getType()))
+      return false;
   }
   return true;
+}
+
+bool isOptionsOrDtype(QualType T) {
+  std::string Name = T.getCanonicalType().getAsString();
+  return Name.find("TensorOptions") != std::string::npos ||
+         Name.find("ScalarType") != std::string::npos || Name.find("TypeMeta") != std::string::npos;
 }
 
 std::optional<double> evaluateNumber(const Expr *E, const ASTContext &Ctx) {

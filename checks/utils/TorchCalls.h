@@ -75,6 +75,8 @@ const CXXRecordDecl *objectRecordOf(const CXXMemberCallExpr &Call);
 
 /// True for at::Tensor (and references to it), the type every op works on.
 bool isTensorType(QualType T);
+/// TensorOptions, ScalarType or TypeMeta: a value that can name a dtype.
+bool isOptionsOrDtype(QualType T);
 
 /// Strips the implicit nodes that LibTorch's conversions add around an argument.
 const Expr *ignoreConversions(const Expr *E);

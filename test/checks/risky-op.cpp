@@ -41,9 +41,32 @@ struct SoftmaxModuleImpl : torch::nn::Module {
 };
 TORCH_MODULE(SoftmaxModule);
 
+// Rotary inverse frequencies built in fp32 inside a half model: options that name kFloat32,
+// held in a local nothing changes, make the tensor fp32 whatever the model runs in.
+struct RotaryImpl : torch::nn::Module {
+  torch::Tensor forward(torch::Tensor x) {
+    auto opts = x.options().dtype(torch::kFloat32);
+    auto inv_freq = 1.0 / torch::pow(10000.0, torch::arange(32, opts) / 32);
+    auto options = torch::TensorOptions().dtype(torch::kFloat32).device(torch::kCUDA);
+    auto direct = torch::pow(10000.0, torch::arange(32, options));
+    // Half options, and options changed after their initializer: fp16.
+    auto half_opts = x.options().dtype(torch::kHalf);
+    auto in_half = torch::pow(10000.0, torch::arange(32, half_opts));
+// CHECK: :[[@LINE-1]]:{{[0-9]+}}: warning: torch::pow in fp16 {{.*}} [mpnanny-risky-op]
+    auto changed = x.options().dtype(torch::kFloat32);
+    changed = changed.dtype(torch::kHalf);
+    auto reassigned = torch::pow(10000.0, torch::arange(32, changed));
+// CHECK: :[[@LINE-1]]:{{[0-9]+}}: warning: torch::pow in fp16 {{.*}} [mpnanny-risky-op]
+    return x * inv_freq + direct + in_half + reassigned;
+  }
+};
+TORCH_MODULE(Rotary);
+
 void train_half() {
   HalfNet net;
   net->to(torch::kHalf);
+  Rotary rotary;
+  rotary->to(torch::kHalf);
   SoftmaxModule sm;
   sm->to(torch::kCUDA, torch::kHalf);
 }

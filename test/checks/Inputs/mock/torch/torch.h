@@ -230,6 +230,7 @@ Tensor sqrt(const Tensor &self);
 Tensor rsqrt(const Tensor &self);
 Tensor reciprocal(const Tensor &self);
 Tensor pow(const Tensor &self, const Scalar &exponent);
+Tensor pow(const Scalar &self, const Tensor &exponent);
 Tensor square(const Tensor &self);
 Tensor cdist(const Tensor &x1, const Tensor &x2, double p = 2,
              optional<int64_t> compute_mode = nullopt);
