@@ -113,7 +113,7 @@ class Nanny::Impl {
   void observe_parameter(const std::string& name, const at::Tensor& weight, size_t weight_index);
   bool parameter_selected(const std::string& name) const;
   void observe_loss_scale();
-  // Data parallelism (RankAgreement).
+  // Data parallelism (NannyInGroup.cpp, RankAgreement).
   void observe_reduced_gradients();
   /// The end of a traced step in a process group: every rank's report, the dense window every
   /// rank opens, LOSS_SCALE_DIVERGED and the rank_agreement rows. `observed`: false for a session

@@ -1,0 +1,138 @@
+//===--- PrecisionFormats.cpp - mpnanny ------------------------------------===//
+//
+// The PrecisionContext's answers about one value or one call: the format an expression is known
+// to hold, whatever the context, and the format an op computes in, given its context, its
+// arguments and, under autocast, the knowledge base's policy for it.
+//
+//===----------------------------------------------------------------------===//
+#include "PrecisionContext.h"
+
+#include "ValueFlow.h"
+
+namespace clang::tidy::mpnanny {
+
+using kb::Format;
+using kb::Precision;
+
+std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth) const {
+  if (!E || Depth > 16)
+    return std::nullopt;
+  E = ignoreConversions(E);
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    if (const auto *Param = dyn_cast<ParmVarDecl>(Ref->getDecl())) {
+      // `_norm(x.to(torch::kFloat))`: a parameter has the format every caller in this
+      // unit gives it, when they all agree.
+      auto Arguments = ValueFlow::get(Ctx).argumentsPassedFor(*Param);
+      if (!Arguments)
+        return std::nullopt;
+      std::optional<Format> Agreed;
+      for (const Expr *Arg : *Arguments) {
+        auto F = knownFormatImpl(Arg, Depth + 1);
+        if (!F || (Agreed && F != Agreed))
+          return std::nullopt;
+        Agreed = F;
+      }
+      return Agreed;
+    }
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (Var && Var->isLocalVarDecl() && Var->getInit())
+      return knownFormatImpl(Var->getInit(), Depth + 1);
+    return std::nullopt;
+  }
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
+    // Binary arithmetic promotes: fp32 with anything gives fp32.
+    if (Op->getNumArgs() != 2 || Op->getOperator() == OO_Equal)
+      return std::nullopt;
+    std::optional<Format> Result;
+    bool AllKnown = true;
+    for (const Expr *Arg : Op->arguments()) {
+      if (!isTensorType(Arg->getType()))
+        continue;
+      auto F = knownFormatImpl(Arg, Depth + 1);
+      if (F == Format::FP32)
+        return Format::FP32;
+      if (!F)
+        AllKnown = false;
+      else
+        Result = F;
+    }
+    return AllKnown ? Result : std::nullopt;
+  }
+  const auto *Call = dyn_cast<CallExpr>(E);
+  if (!Call)
+    return std::nullopt;
+  auto TC = classifyTorchCall(*Call);
+  if (!TC)
+    return std::nullopt;
+  if (TC->Name == "half")
+    return Format::FP16;
+  if (TC->Name == "bfloat16")
+    return Format::BF16;
+  if (TC->Name == "float" || TC->Name == "double")
+    return Format::FP32;
+  if (auto D = explicitDtypeOf(*TC))
+    return D;
+  if (isDefaultDtypeFactory(*TC))
+    return Format::FP32;
+  if (TC->Self)
+    return knownFormatImpl(TC->Self, Depth + 1);
+  return std::nullopt;
+}
+
+std::optional<Format> PrecisionContext::knownFormat(const Expr *E) const {
+  return knownFormatImpl(E, 0);
+}
+
+kb::AutocastPolicy PrecisionContext::autocastPolicy(const kb::Op *Op,
+                                                    const PrecisionReason &Why) const {
+  if (!Op)
+    return kb::AutocastPolicy::None;
+  if (Why.CpuAutocast)
+    return Op->AutocastCpu;
+  return LegacyAutocast && Op->AutocastLegacy ? *Op->AutocastLegacy : Op->Autocast;
+}
+
+std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
+                                                        const kb::Op *Op) const {
+  const PrecisionReason Why = at(*Call.Call);
+  Precision Context = Why.Value;
+  kb::AutocastPolicy Policy = autocastPolicy(Op, Why);
+  std::optional<Format> Explicit = explicitDtypeOf(Call);
+  std::optional<Format> Input = Call.Self ? knownFormat(Call.Self) : std::nullopt;
+  // `torch::pow(10000.0, exponents)`: a scalar first, so the tensor operated on comes later.
+  if (!Call.Self)
+    for (const Expr *Arg : Call.Args)
+      if (isTensorType(Arg->getType())) {
+        Input = knownFormat(Arg);
+        break;
+      }
+  // torch::full(size, v) makes an fp32 tensor in any context: autocast does not cover
+  // factories, and a half model's code still gets the default dtype unless it asks.
+  if (Context != Precision::FP32 && isDefaultDtypeFactory(Call))
+    return Format::FP32;
+  switch (Context) {
+  case Precision::FP32: return Format::FP32;
+  case Precision::FP16:
+  case Precision::BF16:
+    if (Explicit)
+      return Explicit;
+    if (Input)
+      return Input;
+    return Context == Precision::FP16 ? Format::FP16 : Format::BF16;
+  case Precision::AutocastFP16:
+  case Precision::AutocastBF16: {
+    Format Lowered = Context == Precision::AutocastFP16 ? Format::FP16 : Format::BF16;
+    switch (Policy) {
+    case kb::AutocastPolicy::Banned: return std::nullopt;
+    case kb::AutocastPolicy::FP32: return Format::FP32;
+    case kb::AutocastPolicy::FP32UnlessDtype: return Explicit ? *Explicit : Format::FP32;
+    case kb::AutocastPolicy::Lower: return Explicit ? *Explicit : Lowered;
+    case kb::AutocastPolicy::Promote:
+    case kb::AutocastPolicy::None: return Explicit ? *Explicit : Input ? *Input : Lowered;
+    }
+  }
+  }
+  return Format::FP32;
+}
+
+} // namespace clang::tidy::mpnanny
