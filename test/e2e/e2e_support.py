@@ -17,3 +17,12 @@ def fresh(path):
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)
     return path
+
+
+def exit_code():
+    """Says how the run went and gives the script's exit status."""
+    if FAILURES:
+        print("%d failure(s)" % len(FAILURES), file=sys.stderr)
+        return 1
+    print("ok")
+    return 0

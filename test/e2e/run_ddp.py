@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from e2e_support import FAILURES, expect, fresh
+from e2e_support import exit_code, expect, fresh
 
 WORLD = 4
 DEADLINE_S = 150
@@ -197,11 +197,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     {"origin": origin, "rank_killed": rank_killed, "tcp_store": tcp_store}[args.group](args)
-    if FAILURES:
-        print("%d failure(s)" % len(FAILURES), file=sys.stderr)
-        return 1
-    print("ok")
-    return 0
+    return exit_code()
 
 
 if __name__ == "__main__":

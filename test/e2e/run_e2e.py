@@ -12,7 +12,7 @@ import sqlite3
 import subprocess
 import sys
 
-from e2e_support import FAILURES, expect, fresh
+from e2e_support import FAILURES, exit_code, expect, fresh
 
 
 def train(program, work, sites, steps, extra_env=None, extra_args=()):
@@ -258,11 +258,7 @@ def main():
                                           "verify_steps", "bad_sites_files"])
     args = parser.parse_args()
     globals()[args.group](args)
-    if FAILURES:
-        print("%d failure(s)" % len(FAILURES), file=sys.stderr)
-        return 1
-    print("ok")
-    return 0
+    return exit_code()
 
 
 if __name__ == "__main__":
