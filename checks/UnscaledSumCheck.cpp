@@ -10,15 +10,6 @@ void UnscaledSumCheck::registerCheckMatchers(MatchFinder *Finder) {
     Finder->addMatcher(knowledgeBaseCall().bind("call"), this);
 }
 
-/// True when the reduction names dimensions: `x.sum(-1)`, `torch::sum(x, {0, 1})`.
-/// Arguments that only name a dtype do not count.
-static bool namesDimensions(const TorchCall &Call) {
-  for (const Expr *Arg : Call.Args)
-    if (!dtypeNamedIn(Arg) && !Arg->getType()->isBooleanType())
-      return true;
-  return false;
-}
-
 // Owned through the knowledge base (`check: mpnanny-unscaled-sum`): sum, nansum,
 // cumsum, cumsum_. Without shapes, "large" is decided by the spelling: a sum with no
 // dimension adds every element of the tensor, and a running sum stores every prefix;

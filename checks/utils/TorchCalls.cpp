@@ -291,6 +291,26 @@ bool dtypeIsTheResultsOnly(const TorchCall &Call) {
   return llvm::is_contained(Ops, llvm::StringRef(Call.Name));
 }
 
+bool namesDimensions(const TorchCall &Call) {
+  // ATen names the reduced dimensions `dim` in every overload (IntArrayRef, int64_t,
+  // OptionalIntArrayRef, DimnameList), while p, ord and dtype come before or after it,
+  // so the parameter's name, not the argument's position, says what was passed.
+  if (!Call.Callee)
+    return false;
+  unsigned Offset = isa<CXXOperatorCallExpr>(Call.Call) && isa<CXXMethodDecl>(Call.Callee) ? 1 : 0;
+  for (unsigned I = Offset; I < Call.Call->getNumArgs(); ++I) {
+    unsigned Param = I - Offset;
+    if (Param >= Call.Callee->getNumParams())
+      break;
+    if (isa<CXXDefaultArgExpr>(Call.Call->getArg(I)))
+      continue;
+    llvm::StringRef Name = Call.Callee->getParamDecl(Param)->getName();
+    if (Name == "dim" || Name == "dims")
+      return true;
+  }
+  return false;
+}
+
 bool isDefaultDtypeFactory(const TorchCall &Call) {
   // Factories whose floating result takes the default dtype. The *_like and new_*
   // forms copy another tensor's dtype and are not here.

@@ -60,6 +60,11 @@ std::optional<kb::Format> explicitDtype(const TorchCall &Call);
 /// (softmax(x, dim, kHalf), x.sum(kFloat)): that dtype is the op's, not its function's data.
 bool dtypeIsTheResultsOnly(const TorchCall &Call);
 
+/// True when the call reduces over dimensions it names (`x.sum(-1)`, `x.norm(2, dim)`,
+/// `torch::sum(x, {0, 1})`), that is, when a written argument binds to ATen's `dim`
+/// parameter; false for a reduction over every element (`x.sum()`, `x.norm()`).
+bool namesDimensions(const TorchCall &Call);
+
 /// True for a factory (torch::full, zeros, ones, empty, randn, ...) called without
 /// TensorOptions or a dtype: its tensor has LibTorch's default dtype, fp32, whatever
 /// precision the code around it computes in.

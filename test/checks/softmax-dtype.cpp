@@ -49,9 +49,12 @@ struct HalfHeadImpl : torch::nn::Module {
     auto g = x.prod(-1, false, torch::kFloat);
     auto h = softmax(x.to(torch::kFloat));
     auto k = up.norm();
+    // A norm over a named dimension is left alone, like a sum over one: ATen adds in float
+    // and a row passes 65504 only when its values are near fp16's limit themselves.
+    auto row_norm = x.norm(2, -1, true) + torch::norm(x, 2, {-1}) + torch::linalg_vector_norm(x, 2, {{-1}});
     // Counts: a product or softmax is never taken of a mask here, but a bool product is exact.
     auto all_true = (x == 0).prod();
-    return cdf + order + std::get<0>(m.sort()).cumsum(0) + ratio + rare + attention + lp + mod_cdf + lmod + total + size + decay + a + b + c +
+    return cdf + order + std::get<0>(m.sort()).cumsum(0) + ratio + rare + attention + lp + mod_cdf + lmod + total + size + decay + a + b + c + row_norm +
            d + e + g + h + k + all_true;
   }
 };
@@ -86,3 +89,4 @@ torch::Tensor autocast_attention(torch::Tensor q, torch::Tensor k) {
 torch::Tensor fp32_only(torch::Tensor x) {
   return torch::softmax(x, -1) + x.log_softmax(-1) + x.prod() + x.norm();
 }
+

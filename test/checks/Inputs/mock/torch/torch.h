@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -34,7 +35,8 @@ public:
   optional() {}
   optional(nullopt_t) {}
   optional(T v) {}
-  template <typename U> optional(U v) {}
+  // Constrained as c10::optional's is: an int is not an optional<ScalarType>.
+  template <typename U, typename = std::enable_if_t<std::is_constructible<T, U>::value>> optional(U v) {}
 };
 class Scalar {
 public:
@@ -172,6 +174,7 @@ public:
   Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
   Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
   Tensor norm(const Scalar &p = 2) const;
+  Tensor norm(const optional<Scalar> &p, IntArrayRef dim, bool keepdim = false) const;
   Tensor max() const;
   std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
   std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
@@ -254,6 +257,7 @@ Tensor batch_norm(const Tensor &input, const optional<Tensor> &weight, const opt
 Tensor l1_loss(const Tensor &self, const Tensor &target, int64_t reduction = 1);
 Tensor logsumexp(const Tensor &self, IntArrayRef dim, bool keepdim = false);
 Tensor matmul(const Tensor &self, const Tensor &other);
+Tensor norm(const Tensor &self, const optional<Scalar> &p, IntArrayRef dim, bool keepdim = false);
 Tensor linalg_vector_norm(const Tensor &self, const Scalar &ord = 2, optional<IntArrayRef> dim = nullopt,
                           bool keepdim = false, optional<ScalarType> dtype = nullopt);
 Tensor mm(const Tensor &self, const Tensor &other);
