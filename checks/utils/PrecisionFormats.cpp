@@ -34,11 +34,17 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
       }
       return Agreed;
     }
+    // `logits = logits.to(torch::kFloat32);` before the op: the value that reaches the read.
+    if (const Expr *Value = ValueFlow::get(Ctx).reachingValue(Ref, /*InPlaceOps=*/false))
+      return knownFormatImpl(Value, Depth + 1);
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
     if (Var && Var->isLocalVarDecl() && Var->getInit())
       return knownFormatImpl(Var->getInit(), Depth + 1);
     return std::nullopt;
   }
+  if (const auto *Member = dyn_cast<MemberExpr>(E))
+    if (const Expr *Value = ValueFlow::get(Ctx).reachingValue(Member, /*InPlaceOps=*/false))
+      return knownFormatImpl(Value, Depth + 1);
   if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
     // Binary arithmetic promotes: fp32 with anything gives fp32.
     if (Op->getNumArgs() != 2 || Op->getOperator() == OO_Equal)

@@ -304,10 +304,9 @@ kb::Format RangeAnalysis::computeFormat(const Expr *E,
   kb::Precision Context = Reason.Value;
   if (Context == kb::Precision::FP32)
     return kb::Format::FP32;
-  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
-    if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()))
-      if (const Expr *Init = stableInitializer(Var))
-        return InputFormat(Init);
+  if (isa<DeclRefExpr>(E) || isa<MemberExpr>(E)) {
+    if (const Expr *Value = valueAt(E, /*InPlaceOps=*/false))
+      return InputFormat(Value);
     return contextFormat(Context);
   }
   if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
@@ -346,6 +345,14 @@ const Expr *RangeAnalysis::stableInitializer(const VarDecl *Var) const {
   return ValueFlow::get(Ctx).stableInitializer(Var);
 }
 
+const Expr *RangeAnalysis::valueAt(const Expr *Read, bool InPlaceOps) const {
+  const ValueFlow &Flow = ValueFlow::get(Ctx);
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(Read))
+    if (const Expr *Init = stableInitializer(dyn_cast<VarDecl>(Ref->getDecl())))
+      return Init;
+  return Flow.reachingValue(Read, InPlaceOps);
+}
+
 Interval RangeAnalysis::rangeOf(const Expr *E, std::optional<kb::Format> Assumed) const {
   return rangeImpl(E, Assumed, 0);
 }
@@ -381,12 +388,11 @@ Interval RangeAnalysis::rangeImpl(const Expr *E, std::optional<kb::Format> Assum
       }
       return R;
     }
-    if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
-      const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-      const Expr *Init = stableInitializer(Var);
-      if (!Init)
+    if (isa<DeclRefExpr>(E) || isa<MemberExpr>(E)) {
+      const Expr *Value = valueAt(E, /*InPlaceOps=*/true);
+      if (!Value)
         return Interval::unknown();
-      return rangeImpl(Init, Assumed, Depth + 1);
+      return rangeImpl(Value, Assumed, Depth + 1);
     }
     if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E))
       return rangeOfOperator(*Op, Assumed, Depth);

@@ -61,6 +61,9 @@ public:
   /// The local variable's initializer when the local is never reassigned or
   /// mutated in place in its function: the expression its uses stand for.
   const Expr *stableInitializer(const VarDecl *Var) const;
+  /// What a local or member read stands for: its initializer when nothing changes it, else
+  /// the value that reaches the read in straight-line code (ValueFlow::reachingValue).
+  const Expr *valueAt(const Expr *Read, bool InPlaceOps) const;
 
 private:
   Interval rangeImpl(const Expr *E, std::optional<kb::Format> Assumed, int Depth) const;

@@ -6,7 +6,9 @@
 #include "TorchCalls.h"
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ExprCXX.h"
+#include "clang/AST/ParentMapContext.h"
 #include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/AST/StmtCXX.h"
 #include "clang/Basic/SourceManager.h"
 
 namespace clang::tidy::mpnanny {
@@ -94,6 +96,89 @@ struct CacheEntry {
 };
 thread_local std::vector<CacheEntry> Cache;
 
+/// The local, parameter or member an expression names (`x`, `this->x_`, `x_`), if any.
+const ValueDecl *namedTarget(const Expr *E) {
+  E = E ? E->IgnoreParenImpCasts() : nullptr;
+  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
+    return Ref->getDecl();
+  if (const auto *Member = dyn_cast_or_null<MemberExpr>(E))
+    return Member->getMemberDecl();
+  return nullptr;
+}
+
+/// Calls Written with every declaration the statement may write: the left side of an
+/// assignment, an increment, an address taken, the object of an in-place op (LibTorch's
+/// in-place ops end in '_' and are const methods in TensorBody.h; left out when InPlaceOps
+/// is false, for questions about a tensor's dtype, which they keep) or of a non-const
+/// method, an argument bound to a non-const reference, and a variable a lambda captures by
+/// reference.
+void forEachWrite(const Stmt *Root, const std::function<void(const ValueDecl *)> &Written,
+                  bool InPlaceOps = true) {
+  auto Write = [&](const Expr *E) {
+    if (const ValueDecl *D = namedTarget(E))
+      Written(D);
+  };
+  visitDescendants(Root, [&](const Stmt *S) {
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S)) {
+      if (Op->isAssignmentOp() && Op->getNumArgs() > 0)
+        Write(Op->getArg(0));
+    } else if (const auto *BO = dyn_cast<BinaryOperator>(S)) {
+      if (BO->isAssignmentOp())
+        Write(BO->getLHS());
+    } else if (const auto *UO = dyn_cast<UnaryOperator>(S)) {
+      if (UO->getOpcode() == UO_AddrOf || UO->isIncrementDecrementOp())
+        Write(UO->getSubExpr());
+    }
+    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
+      const CXXMethodDecl *M = Member->getMethodDecl();
+      bool InPlace = M && M->getIdentifier() && M->getName().ends_with("_");
+      if (M && (InPlace ? InPlaceOps : !M->isConst()))
+        Write(Member->getImplicitObjectArgument());
+    }
+    if (const auto *Call = dyn_cast<CallExpr>(S))
+      if (const FunctionDecl *Callee = Call->getDirectCallee()) {
+        unsigned First = isa<CXXOperatorCallExpr>(Call) && isa<CXXMethodDecl>(Callee) ? 1 : 0;
+        for (unsigned A = First; A < Call->getNumArgs(); ++A) {
+          unsigned P = A - First;
+          if (P >= Callee->getNumParams())
+            continue;
+          QualType T = Callee->getParamDecl(P)->getType();
+          if (T->isReferenceType() && !T.getNonReferenceType().isConstQualified())
+            Write(Call->getArg(A));
+        }
+      }
+    if (const auto *Lambda = dyn_cast<LambdaExpr>(S))
+      for (const LambdaCapture &C : Lambda->captures())
+        if (C.capturesVariable() && C.getCaptureKind() == LCK_ByRef)
+          if (const auto *V = dyn_cast<VarDecl>(C.getCapturedVar()))
+            Written(V);
+    return true;
+  });
+}
+
+/// `Target = Value;` as a statement (a plain assignment, through its cleanups): Value.
+const Expr *assignedValue(const Stmt *S, const ValueDecl *Target) {
+  const auto *E = dyn_cast<Expr>(S);
+  if (!E)
+    return nullptr;
+  E = E->IgnoreImplicit();
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E))
+    if (Op->getOperator() == OO_Equal && Op->getNumArgs() == 2 &&
+        namedTarget(Op->getArg(0)) == Target)
+      return Op->getArg(1);
+  if (const auto *BO = dyn_cast<BinaryOperator>(E))
+    if (BO->getOpcode() == BO_Assign && namedTarget(BO->getLHS()) == Target)
+      return BO->getRHS();
+  return nullptr;
+}
+
+bool mayWrite(const Stmt *S, const ValueDecl *Target, bool InPlaceOps) {
+  bool Found = false;
+  forEachWrite(
+      S, [&](const ValueDecl *D) { Found |= D == Target; }, InPlaceOps);
+  return Found;
+}
+
 } // namespace
 
 const ValueFlow &ValueFlow::get(ASTContext &Ctx) {
@@ -130,49 +215,11 @@ bool ValueFlow::isMutated(const VarDecl *Var) const {
     return I.Mutated[Var] = true;
   // One walk of the function marks every variable it mutates; each local is then answered
   // from the map (a walk per local was n^2 steps in a generated 10k-statement function).
-  if (I.WalkedBodies.insert(Body).second) {
-    auto Mark = [&](const Expr *E) {
-      if (const auto *Ref = E ? dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts()) : nullptr)
-        if (const auto *V = dyn_cast<VarDecl>(Ref->getDecl()))
-          I.Mutated[V] = true;
-    };
-    visitDescendants(Body, [&](const Stmt *S) {
-      if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S)) {
-        if (Op->isAssignmentOp() && Op->getNumArgs() > 0)
-          Mark(Op->getArg(0));
-      } else if (const auto *BO = dyn_cast<BinaryOperator>(S)) {
-        if (BO->isAssignmentOp())
-          Mark(BO->getLHS());
-      } else if (const auto *UO = dyn_cast<UnaryOperator>(S)) {
-        if (UO->getOpcode() == UO_AddrOf || UO->isIncrementDecrementOp())
-          Mark(UO->getSubExpr());
-      }
-      if (const auto *Member = dyn_cast<CXXMemberCallExpr>(S)) {
-        // In-place ops end in '_' and are const methods in LibTorch's TensorBody.h.
-        const CXXMethodDecl *M = Member->getMethodDecl();
-        if (M && (!M->isConst() || (M->getIdentifier() && M->getName().ends_with("_"))))
-          Mark(Member->getImplicitObjectArgument());
-      }
-      if (const auto *Call = dyn_cast<CallExpr>(S))
-        if (const FunctionDecl *Callee = Call->getDirectCallee()) {
-          unsigned First = isa<CXXOperatorCallExpr>(Call) && isa<CXXMethodDecl>(Callee) ? 1 : 0;
-          for (unsigned A = First; A < Call->getNumArgs(); ++A) {
-            unsigned P = A - First;
-            if (P >= Callee->getNumParams())
-              continue;
-            QualType T = Callee->getParamDecl(P)->getType();
-            if (T->isReferenceType() && !T.getNonReferenceType().isConstQualified())
-              Mark(Call->getArg(A));
-          }
-        }
-      if (const auto *Lambda = dyn_cast<LambdaExpr>(S))
-        for (const LambdaCapture &C : Lambda->captures())
-          if (C.capturesVariable() && C.getCaptureKind() == LCK_ByRef)
-            if (const auto *V = dyn_cast<VarDecl>(C.getCapturedVar()))
-              I.Mutated[V] = true;
-      return true;
+  if (I.WalkedBodies.insert(Body).second)
+    forEachWrite(Body, [&](const ValueDecl *Target) {
+      if (const auto *V = dyn_cast<VarDecl>(Target))
+        I.Mutated[V] = true;
     });
-  }
   auto Found = I.Mutated.find(Var);
   const bool Mutated = Found != I.Mutated.end() && Found->second;
   I.Mutated[Var] = Mutated;
@@ -186,6 +233,55 @@ const Expr *ValueFlow::stableInitializer(const VarDecl *Var) const {
   if (isMutated(Var))
     return nullptr;
   return Var->getInit();
+}
+
+const Expr *ValueFlow::reachingValue(const Expr *Use, bool InPlaceOps) const {
+  const Expr *Read = Use ? Use->IgnoreParenImpCasts() : nullptr;
+  const ValueDecl *Target = namedTarget(Read);
+  if (!Target)
+    return nullptr;
+  if (const auto *Member = dyn_cast<MemberExpr>(Read)) {
+    if (!isa<CXXThisExpr>(Member->getBase()->IgnoreParenImpCasts()))
+      return nullptr;
+  } else if (const auto *Var = dyn_cast<VarDecl>(Target);
+             !Var || !Var->isLocalVarDecl() || Var->getType()->isReferenceType()) {
+    return nullptr;
+  }
+  DynTypedNode Node = DynTypedNode::create(*Read);
+  // Up through the enclosing statements to the function body: in each block, the
+  // statements before the one that holds Use, nearest first.
+  for (int Level = 0; Level < 64; ++Level) {
+    DynTypedNodeList Parents = Ctx.getParents(Node);
+    if (Parents.empty())
+      return nullptr;
+    const DynTypedNode &Parent = Parents[0];
+    if (const auto *Block = Parent.get<CompoundStmt>()) {
+      const Stmt *Here = Node.get<Stmt>();
+      const auto *It = llvm::find(Block->body(), Here);
+      if (It == Block->body_end())
+        return nullptr;
+      while (It != Block->body_begin()) {
+        const Stmt *Before = *--It;
+        if (const Expr *Value = assignedValue(Before, Target))
+          return Value;
+        if (const auto *DS = dyn_cast<DeclStmt>(Before))
+          for (const Decl *D : DS->decls())
+            if (D == Target)
+              return cast<VarDecl>(D)->getInit();
+        if (mayWrite(Before, Target, InPlaceOps))
+          return nullptr;
+      }
+    } else if (Parent.get<ForStmt>() || Parent.get<WhileStmt>() || Parent.get<DoStmt>() ||
+               Parent.get<CXXForRangeStmt>()) {
+      // A write anywhere in a loop around Use may come from an earlier iteration.
+      if (mayWrite(Parent.get<Stmt>(), Target, InPlaceOps))
+        return nullptr;
+    } else if (Parent.get<LambdaExpr>() || (Parent.get<Decl>() && !Parent.get<VarDecl>())) {
+      return nullptr; // the function's (or a lambda's) body: nothing before it
+    }
+    Node = Parent;
+  }
+  return nullptr;
 }
 
 FlowValues ValueFlow::valuesOf(const Expr *E) const {

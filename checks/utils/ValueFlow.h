@@ -60,6 +60,14 @@ public:
   /// function: the expression its uses stand for.
   const Expr *stableInitializer(const VarDecl *Var) const;
   bool isMutated(const VarDecl *Var) const;
+  /// The value a local, or a member of `this`, holds where Use reads it, when its function
+  /// gives it that value in straight-line code: the last `x = value;` (or the declaration's
+  /// initializer) in a block around Use, with nothing between that may write it and no loop
+  /// around Use that writes it. `logvar_ = torch::clamp(logvar_, -30, 20);` followed by
+  /// `torch::exp(logvar_)` reads the clamped value. InPlaceOps false leaves in-place ops
+  /// (`x.masked_fill_(...)`) out of "may write", for questions about the dtype, which they
+  /// keep. Null when not known.
+  const Expr *reachingValue(const Expr *Use, bool InPlaceOps = true) const;
   /// The calls (and constructions) of F in this unit's user code.
   const std::vector<const Expr *> &callsOf(const FunctionDecl &F) const;
   /// What every call of Param's function in this unit passes for it; nullopt when the unit

@@ -90,3 +90,13 @@ torch::Tensor fp32_only(torch::Tensor x) {
   return torch::softmax(x, -1) + x.log_softmax(-1) + x.prod() + x.norm();
 }
 
+// The value that reaches the op decides its dtype: a local upcast in place before softmax.
+torch::Tensor upcast_before_softmax(torch::Tensor logits) {
+  auto x = logits.to(torch::kHalf);
+  x = x.to(torch::kFloat);
+  auto p = torch::softmax(x, -1);
+  auto y = logits.to(torch::kHalf);
+  auto q = torch::softmax(y, -1);
+// CHECK: :[[@LINE-1]]:12: warning: torch::softmax in fp16{{.*}}; here they reach a cumsum (line [[@LINE+1]]) [mpnanny-softmax-dtype]
+  return p.cumsum(-1) + q.cumsum(-1);
+}

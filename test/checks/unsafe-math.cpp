@@ -104,3 +104,26 @@ torch::Tensor exp_unbounded_elsewhere(torch::Tensor x, torch::Tensor y) {
   at::autocast::set_enabled(false);
   return a + b + y + x.exp();
 }
+
+// A member or local assigned in straight-line code before the read holds that value: the
+// clamp of a VAE's log-variance in its constructor lets exp reach 20, past 11.09. A value
+// assigned in a branch, or changed by a loop around the read, is not followed.
+struct HalfGaussian {
+  explicit HalfGaussian(torch::Tensor params) {
+    logvar_ = params.to(torch::kHalf);
+    logvar_ = torch::clamp(logvar_, -30.0f, 20.0f);
+    std_ = torch::exp(0.5f * logvar_);
+    var_ = torch::exp(logvar_);
+// CHECK: :[[@LINE-1]]:12: warning: torch::exp in fp16 overflows to inf: its argument reaches 20, above 11.09 = ln(65504), fp16's largest finite value; the argument lies in [-30, 20] [mpnanny-unsafe-math]
+    auto t = params.to(torch::kHalf).clamp(-20, 20);
+    if (params.numel() > 4)
+      t = t.clamp(-5, 5);
+    auto s = params.to(torch::kHalf).clamp(-1, 1);
+    for (int i = 0; i < 4; ++i) {
+      std_ = std_ + s.exp();
+      s = s * 4;
+    }
+    var_ = var_ + t.exp();
+  }
+  torch::Tensor logvar_, std_, var_;
+};
