@@ -69,6 +69,20 @@ def locate(repo, label, cache=None):
     return min(hits, key=lambda n: abs(n - line))
 
 
+def statement_span(lines, line, limit=12):
+    """The lines (1-based) of the statement that starts on `line`: a call written over several
+    lines (`return F::normalize(\n    h, Options().dim(1));`) is one statement, and a finding
+    may point at any of its lines (the call, the argument that holds the constant). The
+    statement ends on the first line where its parentheses and brackets close again."""
+    depth = 0
+    for n in range(line, min(len(lines), line + limit - 1) + 1):
+        code = re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|//.*', "", lines[n - 1])
+        depth += code.count("(") + code.count("[") - code.count(")") - code.count("]")
+        if depth <= 0:
+            return range(line, n + 1)
+    return range(line, line + 1)
+
+
 REQUIRED_TOP = ("repo", "commit", "precision", "precision_how", "precision_why", "labels")
 REQUIRED_LABEL = ("path", "line", "hash", "verdict", "check", "category", "reason")
 

@@ -102,8 +102,14 @@ def match_repo(doc, root, located, findings, whole, sample):
     located: [(label, line_now)]. Returns (classified findings, label results)."""
     real_root = os.path.realpath(root)
     by_line = defaultdict(list)
+    by_statement = defaultdict(list)  # the other lines of a labelled multi-line statement
+    sources = {}
     for label, line in located:
         by_line[(label["path"], line)].append(label)
+        if label["path"] not in sources:
+            sources[label["path"]] = L.read_lines(doc["repo"], label["path"])
+        for other in L.statement_span(sources[label["path"]], line)[1:]:
+            by_statement[(label["path"], other)].append(label)
     seen = OrderedDict()
     for f in findings:
         rel = os.path.relpath(os.path.realpath(f["file"]), real_root).replace(os.sep, "/")
@@ -114,7 +120,7 @@ def match_repo(doc, root, located, findings, whole, sample):
     fp_labels = set()
     out = []
     for (rel, line, check), f in seen.items():
-        labs = by_line.get((rel, line), [])
+        labs = by_line.get((rel, line)) or by_statement.get((rel, line), [])
         same = [l for l in labs if l["check"] == check]
         entry = {"path": rel, "line": line, "column": f.get("column"), "check": check,
                  "message": f.get("message", ""), "category": None}

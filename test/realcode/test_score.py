@@ -86,6 +86,16 @@ def main():
            ["-x", "c++", "-c", "/r/a.hpp"])
     expect("compile_args of a .cpp has no -x", "-x" in S.compile_args(doc, "/r", "a.cpp", [], []), False)
 
+    # --- a label names a statement: a finding on any of its lines is matched to it ---
+    import labels as L
+    source = ["  return torch::nn::functional::normalize(",
+              "      h, Options().p(2).dim(1));  // (a comment's ')' does not count",
+              "  auto x = f(a)[0];", "  if (ok) {", "    g(\")\");"]
+    expect("a call over two lines spans both", list(L.statement_span(source, 1)), [1, 2])
+    expect("a one-line statement spans one line", list(L.statement_span(source, 3)), [3])
+    expect("a block opener spans its line only", list(L.statement_span(source, 4)), [4])
+    expect("a ')' in a string does not count", list(L.statement_span(source, 5)), [5])
+
     # --- the whole fixture, options for the folders ---
     rc, text, d = score(args, work, [], name="gated")
     expect("exit code with the default gates", rc, 1)
