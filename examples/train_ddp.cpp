@@ -15,11 +15,12 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
 #include <torch/version.h>
 #include <unistd.h>
+
+#include "gloo_group.h"
 
 #include <chrono>
 #include <csignal>
@@ -182,22 +183,6 @@ void all_reduce_gradients(torch::nn::Module& model, c10d::ProcessGroup& group) {
     group.allreduce(gradient)->wait();
     parameter.grad().div_(group.getSize());
   }
-}
-
-/// A Gloo process group. LibTorch 2.x splits a group into the ProcessGroup and a Backend per
-/// device (ProcessGroupGloo is a Backend there, set as the group's CPU backend); in 1.13
-/// ProcessGroupGloo is the group itself.
-c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                                  const c10::intrusive_ptr<c10d::ProcessGroupGloo::Options>& options) {
-#if TORCH_VERSION_MAJOR >= 2
-  auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
-  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, size);
-  group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
-  group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
-  return group;
-#else
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
-#endif
 }
 
 int train_rank(const Arguments& arguments) {

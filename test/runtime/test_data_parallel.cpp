@@ -18,7 +18,8 @@
 
 #ifdef USE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#include "gloo_group.h"  // examples/
 #endif
 
 namespace mpnanny {
@@ -113,7 +114,7 @@ void run_ranks(int size, const std::function<void(int rank, c10::intrusive_ptr<c
     threads.emplace_back([&, rank] {
       auto options = c10d::ProcessGroupGloo::Options::create();
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-      body(rank, c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options));
+      body(rank, gloo_group(store, rank, size, options));
     });
   }
   for (std::thread& thread : threads) thread.join();
