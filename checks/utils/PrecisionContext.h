@@ -117,6 +117,8 @@ private:
   const Span *spanAt(SourceLocation Loc) const;
   Place placeOf(SourceLocation Loc) const;
   std::optional<kb::Format> knownFormatImpl(const Expr *E, int Depth) const;
+  /// The format a call of a user function or lambda returns, when all its returns agree.
+  std::optional<kb::Format> returnedFormat(const CallExpr &Call, int Depth) const;
 };
 
 } // namespace clang::tidy::mpnanny

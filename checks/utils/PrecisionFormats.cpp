@@ -8,6 +8,7 @@
 #include "PrecisionContext.h"
 
 #include "ValueFlow.h"
+#include "clang/Basic/SourceManager.h"
 
 namespace clang::tidy::mpnanny {
 
@@ -19,6 +20,9 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
     return std::nullopt;
   E = ignoreConversions(E);
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    // `g = to_float32(g);` earlier in the function: the value that reaches the read.
+    if (const Expr *Value = ValueFlow::get(Ctx).reachingValue(Ref, /*InPlaceOps=*/false))
+      return knownFormatImpl(Value, Depth + 1);
     if (const auto *Param = dyn_cast<ParmVarDecl>(Ref->getDecl())) {
       // `_norm(x.to(torch::kFloat))`: a parameter has the format every caller in this
       // unit gives it, when they all agree.
@@ -34,9 +38,6 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
       }
       return Agreed;
     }
-    // `logits = logits.to(torch::kFloat32);` before the op: the value that reaches the read.
-    if (const Expr *Value = ValueFlow::get(Ctx).reachingValue(Ref, /*InPlaceOps=*/false))
-      return knownFormatImpl(Value, Depth + 1);
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
     if (Var && Var->isLocalVarDecl() && Var->getInit())
       return knownFormatImpl(Var->getInit(), Depth + 1);
@@ -47,7 +48,9 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
       return knownFormatImpl(Value, Depth + 1);
   if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
     // Binary arithmetic promotes: fp32 with anything gives fp32.
-    if (Op->getNumArgs() != 2 || Op->getOperator() == OO_Equal)
+    if (Op->getOperator() == OO_Call)
+      return returnedFormat(*Op, Depth); // a lambda or functor: what it returns
+    if (Op->getNumArgs() != 2 || !Op->isInfixBinaryOp() || Op->isAssignmentOp())
       return std::nullopt;
     std::optional<Format> Result;
     bool AllKnown = true;
@@ -69,7 +72,7 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
     return std::nullopt;
   auto TC = classifyTorchCall(*Call);
   if (!TC)
-    return std::nullopt;
+    return returnedFormat(*Call, Depth);
   if (TC->Name == "half")
     return Format::FP16;
   if (TC->Name == "bfloat16")
@@ -83,6 +86,31 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
   if (TC->Self)
     return knownFormatImpl(TC->Self, Depth + 1);
   return std::nullopt;
+}
+
+std::optional<Format> PrecisionContext::returnedFormat(const CallExpr &Call, int Depth) const {
+  // `auto to_float32 = [](Tensor x) { return x.contiguous().to(torch::kFloat32); };` or a
+  // helper function in the unit: the format every return statement of the callee agrees on.
+  const FunctionDecl *Callee = Call.getDirectCallee();
+  const FunctionDecl *Definition = nullptr;
+  if (!Callee || !Callee->hasBody(Definition) || !Definition ||
+      Ctx.getSourceManager().isInSystemHeader(Definition->getLocation()) ||
+      !isTensorType(Callee->getReturnType()))
+    return std::nullopt;
+  std::optional<Format> Agreed;
+  bool Disagree = false;
+  visitDescendants(Definition->getBody(), [&](const Stmt *S) {
+    if (isa<LambdaExpr>(S) || Disagree)
+      return false; // a nested lambda's returns are its own
+    if (const auto *Return = dyn_cast<ReturnStmt>(S)) {
+      auto F = knownFormatImpl(Return->getRetValue(), Depth + 1);
+      if (!F || (Agreed && F != Agreed))
+        Disagree = true;
+      Agreed = F;
+    }
+    return true;
+  });
+  return Disagree ? std::nullopt : Agreed;
 }
 
 std::optional<Format> PrecisionContext::knownFormat(const Expr *E) const {

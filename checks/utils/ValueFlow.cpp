@@ -244,7 +244,7 @@ const Expr *ValueFlow::reachingValue(const Expr *Use, bool InPlaceOps) const {
     if (!isa<CXXThisExpr>(Member->getBase()->IgnoreParenImpCasts()))
       return nullptr;
   } else if (const auto *Var = dyn_cast<VarDecl>(Target);
-             !Var || !Var->isLocalVarDecl() || Var->getType()->isReferenceType()) {
+             !Var || !(Var->isLocalVarDecl() || isa<ParmVarDecl>(Var))) {
     return nullptr;
   }
   DynTypedNode Node = DynTypedNode::create(*Read);

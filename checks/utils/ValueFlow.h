@@ -60,10 +60,10 @@ public:
   /// function: the expression its uses stand for.
   const Expr *stableInitializer(const VarDecl *Var) const;
   bool isMutated(const VarDecl *Var) const;
-  /// The value a local, or a member of `this`, holds where Use reads it, when its function
-  /// gives it that value in straight-line code: the last `x = value;` (or the declaration's
-  /// initializer) in a block around Use, with nothing between that may write it and no loop
-  /// around Use that writes it. `logvar_ = torch::clamp(logvar_, -30, 20);` followed by
+  /// The value a local, a parameter or a member of `this` holds where Use reads it, when its
+  /// function gives it that value in straight-line code: the last `x = value;` (or the
+  /// declaration's initializer) in a block around Use, with nothing between that may write it and
+  /// no loop around Use that writes it. `logvar_ = torch::clamp(logvar_, -30, 20);` followed by
   /// `torch::exp(logvar_)` reads the clamped value. InPlaceOps false leaves in-place ops
   /// (`x.masked_fill_(...)`) out of "may write", for questions about the dtype, which they
   /// keep. Null when not known.

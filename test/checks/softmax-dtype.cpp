@@ -100,3 +100,15 @@ torch::Tensor upcast_before_softmax(torch::Tensor logits) {
 // CHECK: :[[@LINE-1]]:12: warning: torch::softmax in fp16{{.*}}; here they reach a cumsum (line [[@LINE+1]]) [mpnanny-softmax-dtype]
   return p.cumsum(-1) + q.cumsum(-1);
 }
+
+// A parameter reassigned through a helper that upcasts: the helper's returns say fp32.
+torch::Tensor upcast_through_helper(torch::Tensor g, torch::Tensor k) {
+  auto to_float32 = [](torch::Tensor x) { return x.contiguous().to(torch::kFloat32); };
+  auto keep = [](torch::Tensor x) { return x.contiguous(); };
+  g = to_float32(g.to(torch::kHalf));
+  k = keep(k.to(torch::kHalf));
+  auto p = torch::softmax(g, -1);
+  auto q = torch::softmax(k, -1);
+// CHECK: :[[@LINE-1]]:12: warning: torch::softmax in fp16{{.*}}; here they reach a cumsum (line [[@LINE+1]]) [mpnanny-softmax-dtype]
+  return p.cumsum(-1) + q.cumsum(-1);
+}
