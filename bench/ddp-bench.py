@@ -10,7 +10,10 @@ every variant alike:
 Each rank prints the time of its training loop (start-up, rendezvous and the nanny's close are
 outside it); a round's time is the slower rank's. Prints the medians, the step overhead of
 `group` and `solo` against `off` (median of each round's ratio), and the agreement's cost
-(group - solo) per traced step. Not a test: the numbers depend on the machine.
+(group - solo) per traced step. The agreement all-reduce is also timed alone
+(build/bench/mpnanny_bench_agreement: 2 ranks as threads, RankAgreement::exchange only) and set
+beside the step time, since group - solo is smaller than the run-to-run noise of 2 ranks on a
+2-core machine. Not a test: the numbers depend on the machine.
 
   bench/ddp-bench.py --build build [--steps 3000] [--rounds 7] [--trace-interval 100]
 """
@@ -80,6 +83,17 @@ def main():
         if traced_steps > 0:
             agreement = [(g - s) / traced_steps for g, s in zip(times["group"], times["solo"])]
             print("  agreement (group - solo): %.3f ms per traced step (median)" % statistics.median(agreement))
+    alone = os.path.abspath(os.path.join(args.build, "bench", "mpnanny_bench_agreement"))
+    if os.path.exists(alone) and args.trace_interval > 0:
+        out = subprocess.run([alone, "--ranks", "2"], capture_output=True, text=True, timeout=600).stdout
+        found = re.search(r"agreement exchange: ([0-9.]+) us", out)
+        if found:
+            exchange_ms = float(found.group(1)) / 1000
+            step_ms = statistics.median(later["off"]) / (args.steps - 1)
+            print("agreement all-reduce alone: %.3f ms per exchange, one per %d steps: %.4f ms per step, "
+                  "%.3f %% of the off step (%.3f ms)" % (exchange_ms, args.trace_interval,
+                                                         exchange_ms / args.trace_interval,
+                                                         100 * exchange_ms / args.trace_interval / step_ms, step_ms))
 
 if __name__ == "__main__":
     main()
