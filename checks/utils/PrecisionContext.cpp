@@ -107,16 +107,6 @@ const CXXRecordDecl *heldModule(QualType T) {
   return nullptr;
 }
 
-/// The member or variable an expression names (`dtype_`, `cfg.dtype`, `kModelDtype`).
-const ValueDecl *namedValue(const Expr *E) {
-  E = E ? E->IgnoreParenImpCasts() : nullptr;
-  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
-    return Ref->getDecl();
-  if (const auto *Member = dyn_cast_or_null<MemberExpr>(E))
-    return Member->getMemberDecl();
-  return nullptr;
-}
-
 /// A member, a static member or a global: a value whose dtype can be set in one place and
 /// read in another (not a local, whose initializer the code at hand already shows).
 bool holdsProjectValue(const ValueDecl *D) {

@@ -334,6 +334,15 @@ bool isDefaultDtypeFactory(const TorchCall &Call) {
   return true;
 }
 
+const ValueDecl *namedValue(const Expr *E) {
+  E = E ? E->IgnoreParenImpCasts() : nullptr;
+  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
+    return Ref->getDecl();
+  if (const auto *Member = dyn_cast_or_null<MemberExpr>(E))
+    return Member->getMemberDecl();
+  return nullptr;
+}
+
 bool isOptionsOrDtype(QualType T) {
   std::string Name = T.getCanonicalType().getAsString();
   return Name.find("TensorOptions") != std::string::npos ||

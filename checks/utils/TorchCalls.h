@@ -78,6 +78,9 @@ std::optional<double> evaluateNumber(const Expr *E, const ASTContext &Ctx);
 /// derived-to-base cast (`net->to(...)` is made on NetImpl, not torch::nn::Module).
 const CXXRecordDecl *objectRecordOf(const CXXMemberCallExpr &Call);
 
+/// The local, parameter, member or global an expression names (`x`, `this->x_`, `cfg.dtype`).
+const ValueDecl *namedValue(const Expr *E);
+
 /// True for at::Tensor (and references to it), the type every op works on.
 bool isTensorType(QualType T);
 /// TensorOptions, ScalarType or TypeMeta: a value that can name a dtype.

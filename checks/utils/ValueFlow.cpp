@@ -96,16 +96,6 @@ struct CacheEntry {
 };
 thread_local std::vector<CacheEntry> Cache;
 
-/// The local, parameter or member an expression names (`x`, `this->x_`, `x_`), if any.
-const ValueDecl *namedTarget(const Expr *E) {
-  E = E ? E->IgnoreParenImpCasts() : nullptr;
-  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
-    return Ref->getDecl();
-  if (const auto *Member = dyn_cast_or_null<MemberExpr>(E))
-    return Member->getMemberDecl();
-  return nullptr;
-}
-
 /// Calls Written with every declaration the statement may write: the left side of an
 /// assignment, an increment, an address taken, the object of an in-place op (LibTorch's
 /// in-place ops end in '_' and are const methods in TensorBody.h; left out when InPlaceOps
@@ -115,7 +105,7 @@ const ValueDecl *namedTarget(const Expr *E) {
 void forEachWrite(const Stmt *Root, const std::function<void(const ValueDecl *)> &Written,
                   bool InPlaceOps = true) {
   auto Write = [&](const Expr *E) {
-    if (const ValueDecl *D = namedTarget(E))
+    if (const ValueDecl *D = namedValue(E))
       Written(D);
   };
   visitDescendants(Root, [&](const Stmt *S) {
@@ -164,10 +154,10 @@ const Expr *assignedValue(const Stmt *S, const ValueDecl *Target) {
   E = E->IgnoreImplicit();
   if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E))
     if (Op->getOperator() == OO_Equal && Op->getNumArgs() == 2 &&
-        namedTarget(Op->getArg(0)) == Target)
+        namedValue(Op->getArg(0)) == Target)
       return Op->getArg(1);
   if (const auto *BO = dyn_cast<BinaryOperator>(E))
-    if (BO->getOpcode() == BO_Assign && namedTarget(BO->getLHS()) == Target)
+    if (BO->getOpcode() == BO_Assign && namedValue(BO->getLHS()) == Target)
       return BO->getRHS();
   return nullptr;
 }
@@ -237,7 +227,7 @@ const Expr *ValueFlow::stableInitializer(const VarDecl *Var) const {
 
 const Expr *ValueFlow::reachingValue(const Expr *Use, bool InPlaceOps) const {
   const Expr *Read = Use ? Use->IgnoreParenImpCasts() : nullptr;
-  const ValueDecl *Target = namedTarget(Read);
+  const ValueDecl *Target = namedValue(Read);
   if (!Target)
     return nullptr;
   if (const auto *Member = dyn_cast<MemberExpr>(Read)) {
