@@ -19,6 +19,8 @@ namespace {
 constexpr int MaxDepth = 8;
 /// Products of several uncertain operands are not worth following further.
 constexpr size_t MaxValues = 16;
+/// How many earlier statements reachingValue reads before it gives up.
+constexpr int MaxStatementsBack = 256;
 } // namespace
 
 struct ValueFlow::Index {
@@ -238,6 +240,7 @@ const Expr *ValueFlow::reachingValue(const Expr *Use, bool InPlaceOps) const {
     return nullptr;
   }
   DynTypedNode Node = DynTypedNode::create(*Read);
+  int Walked = 0;
   // Up through the enclosing statements to the function body: in each block, the
   // statements before the one that holds Use, nearest first.
   for (int Level = 0; Level < 64; ++Level) {
@@ -251,6 +254,10 @@ const Expr *ValueFlow::reachingValue(const Expr *Use, bool InPlaceOps) const {
       if (It == Block->body_end())
         return nullptr;
       while (It != Block->body_begin()) {
+        // Generated functions hold thousands of statements: a read that far from its last
+        // assignment is left unknown rather than walked back for (n^2 over the function).
+        if (++Walked > MaxStatementsBack)
+          return nullptr;
         const Stmt *Before = *--It;
         if (const Expr *Value = assignedValue(Before, Target))
           return Value;
