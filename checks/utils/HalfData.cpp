@@ -43,14 +43,102 @@ bool requestsIntegralDtype(const TorchCall &Call) {
   return false;
 }
 
+static bool isIntegralDataImpl(const Expr *E, int Depth);
+
+/// A typed view of a tensor's elements with an integer type: `data_ptr<int64_t>()`,
+/// `accessor<int, 3>()`. ATen checks the element type when the view is made (item<T>()
+/// converts instead, so it is not here).
+static bool isIntegerElementView(const CXXMemberCallExpr &Call) {
+  const CXXMethodDecl *M = Call.getMethodDecl();
+  if (!M || !M->getIdentifier() ||
+      !llvm::StringSwitch<bool>(M->getName())
+           .Cases("data_ptr", "const_data_ptr", "mutable_data_ptr", "accessor", true)
+           .Cases("packed_accessor32", "packed_accessor64", "generic_packed_accessor", true)
+           .Default(false))
+    return false;
+  const TemplateArgumentList *Args = M->getTemplateSpecializationArgs();
+  return Args && Args->size() > 0 && Args->get(0).getKind() == TemplateArgument::Type &&
+         Args->get(0).getAsType()->isIntegerType();
+}
+
+static bool refersTo(const Expr *E, const VarDecl &Var) {
+  const auto *Ref = E ? dyn_cast<DeclRefExpr>(ignoreConversions(E)) : nullptr;
+  return Ref && Ref->getDecl() == &Var;
+}
+
+/// What the function that declares Var shows of its type by using it: an integer element
+/// view of it, an index argument (ATen's `index` and `indices` parameters take integer
+/// tensors only), or an in-place op that requires its source's dtype and is given integers
+/// (`offset2bag.index_add_(0, offsets, ones_like(offsets))`). This covers parameters, which
+/// have no initializer to read.
+static bool usedAsIntegral(const VarDecl &Var, int Depth) {
+  const auto *Function = dyn_cast_or_null<FunctionDecl>(Var.getParentFunctionOrMethod());
+  const Stmt *Body = Function ? Function->getBody() : nullptr;
+  if (!Body || !isTensorType(Var.getType().getNonReferenceType()))
+    return false;
+  bool Found = false;
+  visitDescendants(Body, [&](const Stmt *S) {
+    if (Found)
+      return false;
+    const auto *Call = dyn_cast<CallExpr>(S);
+    if (!Call)
+      return true;
+    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call);
+        Member && refersTo(Member->getImplicitObjectArgument(), Var) &&
+        isIntegerElementView(*Member)) {
+      Found = true;
+      return false;
+    }
+    auto TC = classifyTorchCall(*Call);
+    if (!TC)
+      return true;
+    bool SameDtypeAsSource = llvm::StringSwitch<bool>(TC->Name)
+                                 .Cases("index_add_", "index_copy_", "scatter_add_", true)
+                                 .Default(false);
+    for (unsigned I = 0; I < TC->Args.size() && !Found; ++I) {
+      const ParmVarDecl *P = parameterOf(*TC, I);
+      if (!P)
+        continue;
+      llvm::StringRef Name = P->getName();
+      if ((Name == "index" || Name == "indices") && refersTo(TC->Args[I], Var))
+        Found = true;
+      else if (SameDtypeAsSource && (Name == "source" || Name == "src") && refersTo(TC->Self, Var))
+        Found = isIntegralDataImpl(TC->Args[I], Depth + 1);
+    }
+    return !Found;
+  });
+  return Found;
+}
+
+/// `ones_like(x)`, `zeros_like(x, x.options())`: the type of x, unless options or a dtype
+/// of something else are given.
+static bool isLikeOfIntegral(const TorchCall &TC, int Depth) {
+  const Expr *Input = TC.Self ? TC.Self : (TC.Args.empty() ? nullptr : TC.Args[0]);
+  if (!Input || !isIntegralDataImpl(Input, Depth + 1))
+    return false;
+  for (const Expr *Arg : TC.Args) {
+    if (Arg == Input || !isOptionsOrDtype(Arg->getType()))
+      continue;
+    const auto *Options = dyn_cast<CXXMemberCallExpr>(ignoreConversions(Arg));
+    const CXXMethodDecl *M = Options ? Options->getMethodDecl() : nullptr;
+    if (!M || !M->getIdentifier() || M->getName() != "options" ||
+        !isIntegralDataImpl(Options->getImplicitObjectArgument(), Depth + 1))
+      return false;
+  }
+  return true;
+}
+
 static bool isIntegralDataImpl(const Expr *E, int Depth) {
   if (!E || Depth > 8)
     return false;
   E = ignoreConversions(E);
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-    return Var && Var->isLocalVarDecl() && Var->getInit() &&
-           isIntegralDataImpl(Var->getInit(), Depth + 1);
+    if (!Var)
+      return false;
+    if (Var->isLocalVarDecl() && Var->getInit() && isIntegralDataImpl(Var->getInit(), Depth + 1))
+      return true;
+    return usedAsIntegral(*Var, Depth);
   }
   if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
     switch (Op->getOperator()) {
@@ -94,6 +182,10 @@ static bool isIntegralDataImpl(const Expr *E, int Depth) {
           .Default(false) &&
       requestsIntegralDtype(*TC))
     return true;
+  if (llvm::StringSwitch<bool>(N)
+          .Cases("ones_like", "zeros_like", "empty_like", "full_like", true)
+          .Default(false))
+    return isLikeOfIntegral(*TC, Depth);
   if (llvm::StringSwitch<bool>(N)
           .Cases("view", "reshape", "squeeze", "unsqueeze", "transpose", "contiguous", true)
           .Cases("clone", "detach", "flatten", "expand", "select", "narrow", "permute", true)

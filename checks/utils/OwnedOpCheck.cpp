@@ -20,8 +20,7 @@ std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &C
   PrecisionReason Why = Context.at(Call);
   if (Why.Value == kb::Precision::FP32)
     return std::nullopt;
-  // Counts and masks reduce exactly, whatever the precision around them.
-  if ((TC->Self && isIntegralData(TC->Self)) || requestsIntegralDtype(*TC))
+  if (requestsIntegralDtype(*TC))
     return std::nullopt;
   std::optional<kb::Format> Format = Context.computeFormatOf(*TC, Op);
   // Under autocast an op autocast does not cover runs in its input's type, which is
@@ -43,6 +42,10 @@ std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &C
             : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) != R.Formats.end();
     if (!Applies)
       continue;
+    // Counts and masks reduce exactly, whatever the precision around them. Asked last: the
+    // answer may read the whole function that declares the tensor.
+    if (TC->Self && isIntegralData(TC->Self))
+      return std::nullopt;
     if (R.Uses.empty())
       return OwnedCall{*TC, Op, &R, Format, Why, std::nullopt};
     // A risk real only in some uses of the result: one of them must be reached.

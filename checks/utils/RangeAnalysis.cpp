@@ -447,13 +447,11 @@ Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op, std::opti
 /// (`min`, `max`), as LibTorch declares clamp, clamp_min and clamp_max.
 static Interval clampBounds(const TorchCall &TC, kb::Format F, const ASTContext &Ctx) {
   Interval R;
-  const FunctionDecl *Callee = TC.Callee;
-  unsigned Offset = TC.Kind == Spelling::Method ? 0 : (TC.Self ? 1 : 0);
   for (unsigned I = 0; I < TC.Args.size(); ++I) {
-    unsigned P = I + Offset;
-    if (!Callee || P >= Callee->getNumParams() || !Callee->getParamDecl(P)->getIdentifier())
+    const ParmVarDecl *P = parameterOf(TC, I);
+    if (!P)
       continue;
-    llvm::StringRef Name = Callee->getParamDecl(P)->getName();
+    llvm::StringRef Name = P->getName();
     auto V = evaluateNumber(TC.Args[I], Ctx);
     if (!V)
       continue;

@@ -291,23 +291,22 @@ bool dtypeIsTheResultsOnly(const TorchCall &Call) {
   return llvm::is_contained(Ops, llvm::StringRef(Call.Name));
 }
 
+const ParmVarDecl *parameterOf(const TorchCall &Call, unsigned ArgIndex) {
+  // A method's arguments start at its first parameter; a function's after `self`.
+  unsigned Param = ArgIndex + (Call.Kind == Spelling::Method ? 0 : (Call.Self ? 1 : 0));
+  if (!Call.Callee || ArgIndex >= Call.Args.size() || Param >= Call.Callee->getNumParams())
+    return nullptr;
+  const ParmVarDecl *P = Call.Callee->getParamDecl(Param);
+  return P->getIdentifier() ? P : nullptr;
+}
+
 bool namesDimensions(const TorchCall &Call) {
   // ATen names the reduced dimensions `dim` in every overload (IntArrayRef, int64_t,
-  // OptionalIntArrayRef, DimnameList), while p, ord and dtype come before or after it,
-  // so the parameter's name, not the argument's position, says what was passed.
-  if (!Call.Callee)
-    return false;
-  unsigned Offset = isa<CXXOperatorCallExpr>(Call.Call) && isa<CXXMethodDecl>(Call.Callee) ? 1 : 0;
-  for (unsigned I = Offset; I < Call.Call->getNumArgs(); ++I) {
-    unsigned Param = I - Offset;
-    if (Param >= Call.Callee->getNumParams())
-      break;
-    if (isa<CXXDefaultArgExpr>(Call.Call->getArg(I)))
-      continue;
-    llvm::StringRef Name = Call.Callee->getParamDecl(Param)->getName();
-    if (Name == "dim" || Name == "dims")
-      return true;
-  }
+  // OptionalIntArrayRef, DimnameList), while p, ord and dtype come before or after it.
+  for (unsigned I = 0; I < Call.Args.size(); ++I)
+    if (const ParmVarDecl *P = parameterOf(Call, I))
+      if (P->getName() == "dim" || P->getName() == "dims")
+        return true;
   return false;
 }
 

@@ -60,6 +60,11 @@ std::optional<kb::Format> explicitDtype(const TorchCall &Call);
 /// (softmax(x, dim, kHalf), x.sum(kFloat)): that dtype is the op's, not its function's data.
 bool dtypeIsTheResultsOnly(const TorchCall &Call);
 
+/// The LibTorch parameter a written argument (one of Call.Args) binds to, when the callee is
+/// known: ATen's parameter names (`dim`, `index`, `min`) say what an argument means in
+/// every overload, where its position does not.
+const ParmVarDecl *parameterOf(const TorchCall &Call, unsigned ArgIndex);
+
 /// True when the call reduces over dimensions it names (`x.sum(-1)`, `x.norm(2, dim)`,
 /// `torch::sum(x, {0, 1})`), that is, when a written argument binds to ATen's `dim`
 /// parameter; false for a reduction over every element (`x.sum()`, `x.norm()`).

@@ -55,3 +55,30 @@ torch::Tensor autocast_totals(torch::Tensor q, torch::Tensor k) {
 
 // Plain fp32 code: never reported.
 torch::Tensor fp32_only(torch::Tensor x) { return x.sum() + x.cumsum(0); }
+
+// Tensors the function itself shows to hold integers, although nothing gives their dtype:
+// an integer element view (ATen checks the type when it makes one), an index argument
+// (ATen's `index` parameters take integers only), or the integer source of index_add_,
+// which requires its self to have the source's dtype. Their running totals are exact.
+torch::Tensor integer_evidence(torch::Tensor x, torch::Tensor lengths, torch::Tensor offsets,
+                               torch::Tensor bags, torch::Tensor layout, torch::Tensor values,
+                               torch::Tensor weights) {
+  auto h = x.to(torch::kHalf);
+  int64_t *first = lengths.data_ptr<int64_t>();
+  auto ends = lengths.cumsum(0);
+  auto rows = h.index_select(0, offsets);
+  auto starts = offsets.cumsum(0);
+  bags.index_add_(0, offsets, torch::ones_like(offsets, offsets.options()));
+  auto bag_of = bags.cumsum(0);
+  auto blocks = layout.accessor<int, 3>();
+  auto nonzero = layout.sum();
+  auto marks = torch::zeros_like(layout).cumsum(0);
+  // Reported: a float element view, and an index_add_ whose source may be half.
+  float *raw = values.data_ptr<float>();
+  auto running = values.cumsum(0);
+// CHECK: :[[@LINE-1]]:25: warning: Tensor::cumsum in fp16 {{.*}} [mpnanny-unscaled-sum]
+  weights.index_add_(0, offsets, h);
+  auto weighted = weights.cumsum(0);
+// CHECK: :[[@LINE-1]]:27: warning: Tensor::cumsum in fp16 {{.*}} [mpnanny-unscaled-sum]
+  return ends + rows + starts + bag_of + nonzero + marks + running + weighted;
+}

@@ -202,6 +202,12 @@ public:
   Tensor data() const;
   Tensor &mutable_grad() const;
   Tensor where(const Tensor &condition, const Tensor &other) const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor index_select(int64_t dim, const Tensor &index) const;
+  Tensor &index_add_(int64_t dim, const Tensor &index, const Tensor &source, const Scalar &alpha = 1);
+  template <typename T> T *data_ptr() const { return nullptr; }
+  template <typename T, std::size_t N> int accessor() const & { return 0; }
 };
 
 Tensor operator+(const Tensor &a, const Tensor &b);
@@ -285,8 +291,10 @@ Tensor randn(IntArrayRef size, TensorOptions options = {});
 Tensor randint(int64_t high, IntArrayRef size, TensorOptions options = {});
 Tensor arange(const Scalar &end, TensorOptions options = {});
 Tensor empty(IntArrayRef size, TensorOptions options = {});
-Tensor ones_like(const Tensor &self);
-Tensor zeros_like(const Tensor &self);
+Tensor ones_like(const Tensor &self, TensorOptions options = {});
+Tensor zeros_like(const Tensor &self, TensorOptions options = {});
+Tensor sin(const Tensor &self);
+Tensor cos(const Tensor &self);
 Tensor cat(ArrayRef<Tensor> tensors, int64_t dim = 0);
 Tensor stack(ArrayRef<Tensor> tensors, int64_t dim = 0);
 Tensor isfinite(const Tensor &self);
