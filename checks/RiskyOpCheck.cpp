@@ -3,6 +3,7 @@
 
 #include "utils/HalfData.h"
 #include "utils/TorchCalls.h"
+#include "utils/ValueUses.h"
 #include <algorithm>
 #include <cmath>
 
@@ -72,6 +73,8 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
       Ranges = std::make_unique<RangeAnalysis>(*Result.Context, *knowledgeBase(), Context);
     Interval Value = Ranges->rangeOf(Call);
     if (std::isfinite(Value.Lo) && std::isfinite(Value.Hi))
+      return;
+    if (saturatingConsumer(*Call, *Result.Context))
       return;
   }
   std::string PrecisionName = Format ? kb::toString(*Format) : kb::toString(Why.Value);

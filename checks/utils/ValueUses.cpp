@@ -187,6 +187,72 @@ private:
 
 } // namespace
 
+/// A scalar operand that is not a literal 0 (a name or a constant expression).
+static bool isNonzeroScalar(const Expr &E, ASTContext &Ctx) {
+  if (isTensorType(E.getType().getNonReferenceType()))
+    return false;
+  auto V = evaluateNumber(&E, Ctx);
+  return !V || *V != 0;
+}
+
+/// A value that cannot itself be an inf of the other sign: a named tensor or a scalar.
+static bool isPlainOperand(const Expr &E) {
+  const Expr *Inner = ignoreConversions(&E);
+  return !isTensorType(E.getType().getNonReferenceType()) || isa<DeclRefExpr>(Inner) ||
+         isa<MemberExpr>(Inner);
+}
+
+const CallExpr *saturatingConsumer(const Expr &Value, ASTContext &Ctx) {
+  const Stmt *Node = &Value;
+  for (int Step = 0; Step < 24; ++Step) {
+    DynTypedNodeList Parents = Ctx.getParents(*Node);
+    if (Parents.size() != 1)
+      return nullptr;
+    const auto *Parent = Parents[0].get<Expr>();
+    if (!Parent)
+      return nullptr;
+    if (isa<ImplicitCastExpr, ParenExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr,
+            ExprWithCleanups, CXXFunctionalCastExpr, MemberExpr>(Parent) ||
+        (isa<CXXConstructExpr>(Parent) && cast<CXXConstructExpr>(Parent)->getNumArgs() == 1)) {
+      Node = Parent;
+      continue;
+    }
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Parent)) {
+      if (Op->getNumArgs() != 2)
+        return nullptr;
+      const bool Left =
+          Op->getArg(0)->IgnoreParenImpCasts() == cast<Expr>(Node)->IgnoreParenImpCasts();
+      const Expr &Other = *Op->getArg(Left ? 1 : 0);
+      switch (Op->getOperator()) {
+      case OO_Plus:
+      case OO_Minus:
+        if (!isPlainOperand(Other))
+          return nullptr;
+        break;
+      case OO_Star:
+        if (!isNonzeroScalar(Other, Ctx))
+          return nullptr;
+        break;
+      case OO_Slash:
+        if (!Left || !isNonzeroScalar(Other, Ctx))
+          return nullptr;
+        break;
+      default: return nullptr;
+      }
+      Node = Parent;
+      continue;
+    }
+    const auto *Call = dyn_cast<CallExpr>(Parent);
+    auto TC = Call ? classifyTorchCall(*Call) : std::nullopt;
+    if (TC && llvm::StringSwitch<bool>(TC->Name)
+                  .Cases("tanh", "sigmoid", "erf", "atan", "arctan", true)
+                  .Default(false))
+      return Call;
+    return nullptr;
+  }
+  return nullptr;
+}
+
 std::optional<ValueUse> firstUseAs(const Expr &Value, const std::vector<UseKind> &Kinds,
                                    ASTContext &Ctx) {
   UseFinder Finder(Kinds, Ctx);

@@ -34,6 +34,14 @@ struct ValueUse {
 std::optional<ValueUse> firstUseAs(const Expr &Value, const std::vector<UseKind> &Kinds,
                                    ASTContext &Ctx);
 
+/// The bounded function (tanh, sigmoid, erf, atan) that an overflow of Value reaches within
+/// its expression, through sums with a named tensor or a scalar and products or quotients
+/// with a nonzero scalar: an inf there only takes the function to its limit. GELU's tanh
+/// form, tanh(c * (x + 0.044715 * pow(x, 3))), is +-1 once the cube passes 65504, the exact
+/// limit of GELU. Null when the inf may meet anything else on the way: a tensor factor that
+/// may be 0 (inf * 0 is NaN), another expression that may be an inf of the other sign.
+const CallExpr *saturatingConsumer(const Expr &Value, ASTContext &Ctx);
+
 } // namespace clang::tidy::mpnanny
 
 #endif

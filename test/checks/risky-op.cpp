@@ -100,3 +100,26 @@ torch::Tensor bounded_squares(torch::Tensor logits) {
 // CHECK: :[[@LINE-1]]:32: warning: Tensor::pow in fp16 {{.*}} [mpnanny-risky-op]
   return focal + wide + relu_sq + inv;
 }
+
+// An overflow that only drives tanh to its limit: GELU's tanh form gives x or 0, the exact
+// limits of GELU, once the cube passes 65504. A factor that may be 0 on the way (inf * 0 is
+// NaN), or a cube that is the result, is still reported.
+struct HalfGeluImpl : torch::nn::Module {
+  torch::Tensor forward(torch::Tensor x) {
+    const double c = 0.7978845608028654;
+    auto gelu = 0.5 * x * (1.0 + torch::tanh(c * (x + 0.044715 * torch::pow(x, 3))));
+    auto gate = (x - torch::pow(x, 3) / 6.0).sigmoid();
+    auto damped = torch::tanh(x * torch::pow(x, 3));
+// CHECK: :[[@LINE-1]]:35: warning: torch::pow in fp16 {{.*}} [mpnanny-risky-op]
+    auto cube = torch::pow(x, 3);
+// CHECK: :[[@LINE-1]]:17: warning: torch::pow in fp16 {{.*}} [mpnanny-risky-op]
+    // sin and cos lie in [-1, 1]: their square cannot approach 65504.
+    auto wave = torch::sin(x).pow(2) + x.cos().pow(2);
+    return gelu + gate + damped + cube + wave;
+  }
+};
+TORCH_MODULE(HalfGelu);
+void convert_gelu() {
+  HalfGelu gelu;
+  gelu->to(torch::kHalf);
+}
