@@ -29,6 +29,23 @@ static bool isElementwiseTransfer(const std::string &Transfer) {
   return !Transfer.empty() && Transfer != "sum" && Transfer != "mean";
 }
 
+/// True when every bound of an arange (`start`, `end`) is a constant the format holds with
+/// every integer below it: 2048 in fp16, 256 in bf16.
+static bool holdsExactIntegers(const TorchCall &Arange, kb::Format F, const ASTContext &Ctx) {
+  const double Exact = F == kb::Format::FP16 ? 2048 : F == kb::Format::BF16 ? 256 : 16777216;
+  bool SawEnd = false;
+  for (unsigned I = 0; I < Arange.Args.size(); ++I) {
+    const ParmVarDecl *P = parameterOf(Arange, I);
+    if (!P || (P->getName() != "start" && P->getName() != "end"))
+      continue;
+    auto V = evaluateNumber(Arange.Args[I], Ctx);
+    if (!V || std::fabs(*V) > Exact)
+      return false;
+    SawEnd = SawEnd || P->getName() == "end";
+  }
+  return SawEnd;
+}
+
 void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
   const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call");
   auto TC = classifyTorchCall(*Call);
@@ -46,6 +63,13 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
   if (Why.Value == kb::Precision::FP32)
     return;
   std::optional<kb::Format> Format = Context.computeFormatOf(*TC, Op);
+  // arange's default dtype is int64 (integer bounds) or fp32, never the code's precision: its
+  // values are half only where the call asks, and exact while its bounds stay small.
+  if (Op->Id == "arange") {
+    Format = Context.requestedFormat(*TC);
+    if (!Format || holdsExactIntegers(*TC, *Format, *Result.Context))
+      return;
+  }
 
   const kb::Risk *Hit = nullptr;
   for (const kb::Risk &R : Op->Risks) {

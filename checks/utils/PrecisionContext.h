@@ -60,6 +60,12 @@ public:
   /// 1.13's where the unit's headers are 1.x), or CPU autocast's shorter one. None for no op.
   kb::AutocastPolicy autocastPolicy(const kb::Op *Op, const PrecisionReason &Why) const;
 
+  /// The floating format a factory call asks for: a dtype it names, or the options of a
+  /// tensor (`query.options()`, directly or through a local), which carry that tensor's
+  /// dtype: its known format, or the precision of the code around it. std::nullopt for
+  /// options it cannot read, integer tensors and dtypes, and code under autocast.
+  std::optional<kb::Format> requestedFormat(const TorchCall &Call) const;
+
   /// The format the op computes in at this call; std::nullopt when autocast bans it.
   std::optional<kb::Format> computeFormatOf(const TorchCall &Call, const kb::Op *Op) const;
 

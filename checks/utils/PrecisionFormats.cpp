@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "PrecisionContext.h"
 
+#include "HalfData.h"
 #include "ValueFlow.h"
 #include "clang/Basic/SourceManager.h"
 
@@ -124,6 +125,37 @@ kb::AutocastPolicy PrecisionContext::autocastPolicy(const kb::Op *Op,
   if (Why.CpuAutocast)
     return Op->AutocastCpu;
   return LegacyAutocast && Op->AutocastLegacy ? *Op->AutocastLegacy : Op->Autocast;
+}
+
+std::optional<Format> PrecisionContext::requestedFormat(const TorchCall &Call) const {
+  if (requestsIntegralDtype(Call))
+    return std::nullopt;
+  if (auto F = explicitDtypeOf(Call))
+    return F;
+  for (const Expr *Arg : Call.Args) {
+    if (!isOptionsOrDtype(Arg->getType()))
+      continue;
+    const Expr *Options = ignoreConversions(Arg);
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(Options))
+      if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+          Var && Var->isLocalVarDecl() && Var->getInit())
+        Options = ignoreConversions(Var->getInit());
+    const auto *Member = dyn_cast<CXXMemberCallExpr>(Options);
+    const CXXMethodDecl *M = Member ? Member->getMethodDecl() : nullptr;
+    if (!M || !M->getIdentifier() || M->getName() != "options")
+      continue;
+    const Expr *Of = Member->getImplicitObjectArgument();
+    if (isIntegralData(Of))
+      return std::nullopt;
+    if (auto F = knownFormat(Of))
+      return F;
+    switch (at(*Call.Call).Value) {
+    case Precision::FP16: return Format::FP16;
+    case Precision::BF16: return Format::BF16;
+    default: return std::nullopt; // under autocast a tensor holds whatever the op before gave
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,

@@ -123,3 +123,27 @@ void convert_gelu() {
   HalfGelu gelu;
   gelu->to(torch::kHalf);
 }
+
+// arange makes int64 (or fp32) unless the call asks for a dtype: in the dtype of a half
+// tensor, positions past 2048 (fp16) or 256 (bf16) collide.
+torch::Tensor alibi_bias(torch::Tensor query, torch::Tensor lengths, torch::TensorOptions options,
+                         int64_t kv_len) {
+  auto q = query.to(torch::kHalf);
+  auto distance = torch::arange(0, kv_len, q.options());
+// CHECK: :[[@LINE-1]]:19: warning: torch::arange in fp16 holds integers exactly only up to 2048{{.*}} [mpnanny-risky-op]
+  auto bf16_ids = torch::arange(kv_len, q.options().dtype(torch::kBFloat16));
+// CHECK: :[[@LINE-1]]:19: warning: torch::arange in bf16 holds integers exactly only up to 256{{.*}} [mpnanny-risky-op]
+  auto q_options = q.options();
+  auto steps = torch::arange(0, kv_len, 2, q_options);
+// CHECK: :[[@LINE-1]]:16: warning: torch::arange in fp16 {{.*}} [mpnanny-risky-op]
+  // Safe: the default int64, small constant bounds, an fp32 or integer dtype, options that
+  // say nothing readable, the options of an integer tensor.
+  auto ids = torch::arange(kv_len);
+  auto heads = torch::arange(0, 64, q.options());
+  auto floats = torch::arange(kv_len, q.options().dtype(torch::kFloat));
+  auto longs = torch::arange(kv_len, q.options().dtype(torch::kLong));
+  auto given = torch::arange(kv_len, options);
+  int64_t *first = lengths.data_ptr<int64_t>();
+  auto offsets = torch::arange(kv_len, lengths.options());
+  return distance + bf16_ids + steps + ids + heads + floats + longs + given + offsets;
+}
