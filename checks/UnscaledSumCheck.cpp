@@ -1,6 +1,8 @@
 //===--- UnscaledSumCheck.cpp - mpnanny ------------------------------------===//
 #include "UnscaledSumCheck.h"
 
+#include "utils/ValueUses.h"
+
 using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
@@ -21,6 +23,9 @@ void UnscaledSumCheck::check(const MatchFinder::MatchResult &Result) {
     return;
   bool Running = llvm::StringRef(Found->Call.Name).starts_with("cum");
   if (!Running && namesDimensions(Found->Call))
+    return;
+  // `x.sum().item<float>() == 0`: only the total's sign is read, and half keeps it.
+  if (!Running && onlyComparedWithZero(*Call, *Result.Context))
     return;
   reportOwned(*Found, *Result.Context);
 }

@@ -253,6 +253,62 @@ const CallExpr *saturatingConsumer(const Expr &Value, ASTContext &Ctx) {
   return nullptr;
 }
 
+static bool isComparison(BinaryOperatorKind K) { return BinaryOperator::isComparisonOp(K); }
+
+static bool isComparison(OverloadedOperatorKind K) {
+  return K == OO_EqualEqual || K == OO_ExclaimEqual || K == OO_Less || K == OO_Greater ||
+         K == OO_LessEqual || K == OO_GreaterEqual;
+}
+
+static bool isZero(const Expr &E, ASTContext &Ctx) {
+  auto V = evaluateNumber(&E, Ctx);
+  return V && *V == 0;
+}
+
+bool onlyComparedWithZero(const Expr &Value, ASTContext &Ctx) {
+  const Stmt *Node = &Value;
+  for (int Step = 0; Step < 16; ++Step) {
+    DynTypedNodeList Parents = Ctx.getParents(*Node);
+    if (Parents.size() != 1)
+      return false;
+    const auto *Parent = Parents[0].get<Expr>();
+    if (!Parent)
+      return false;
+    const Expr *Child = cast<Expr>(Node);
+    auto OtherIsZero = [&](const Expr &L, const Expr &R) {
+      const bool Left = ignoreConversions(&L) == ignoreConversions(Child);
+      return isZero(Left ? R : L, Ctx);
+    };
+    if (const auto *Op = dyn_cast<BinaryOperator>(Parent))
+      return isComparison(Op->getOpcode()) && OtherIsZero(*Op->getLHS(), *Op->getRHS());
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Parent))
+      return Op->getNumArgs() == 2 && isComparison(Op->getOperator()) &&
+             OtherIsZero(*Op->getArg(0), *Op->getArg(1));
+    if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Parent)) {
+      const CXXMethodDecl *M = Member->getMethodDecl();
+      if (!M || !M->getIdentifier() || !isObjectOf(*Member, *Child))
+        return false;
+      llvm::StringRef Name = M->getName();
+      if (Name == "item") { // the value as a number, compared above
+        Node = Parent;
+        continue;
+      }
+      return llvm::StringSwitch<bool>(Name)
+                 .Cases("eq", "ne", "gt", "lt", "ge", "le", true)
+                 .Default(false) &&
+             Member->getNumArgs() == 1 && isZero(*Member->getArg(0), Ctx);
+    }
+    if (isa<ImplicitCastExpr, ParenExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr,
+            ExprWithCleanups, MemberExpr>(Parent) ||
+        (isa<CXXConstructExpr>(Parent) && cast<CXXConstructExpr>(Parent)->getNumArgs() == 1)) {
+      Node = Parent;
+      continue;
+    }
+    return false;
+  }
+  return false;
+}
+
 std::optional<ValueUse> firstUseAs(const Expr &Value, const std::vector<UseKind> &Kinds,
                                    ASTContext &Ctx) {
   UseFinder Finder(Kinds, Ctx);

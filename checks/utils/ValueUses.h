@@ -42,6 +42,12 @@ std::optional<ValueUse> firstUseAs(const Expr &Value, const std::vector<UseKind>
 /// may be 0 (inf * 0 is NaN), another expression that may be an inf of the other sign.
 const CallExpr *saturatingConsumer(const Expr &Value, ASTContext &Ctx);
 
+/// True when Value is compared with 0 where it is made and nothing else reads it
+/// (`x.sum().item<float>() == 0.f`, `x.sum() > 0`, `x.sum().ne(0)`): only its sign is read,
+/// and half keeps the sign of a float total, inf included (a total below 2.98e-8 that fp16
+/// flushes to 0 is the one exception, too small for a sum of any real data).
+bool onlyComparedWithZero(const Expr &Value, ASTContext &Ctx);
+
 } // namespace clang::tidy::mpnanny
 
 #endif

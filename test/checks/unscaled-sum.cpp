@@ -82,3 +82,17 @@ torch::Tensor integer_evidence(torch::Tensor x, torch::Tensor lengths, torch::Te
 // CHECK: :[[@LINE-1]]:27: warning: Tensor::cumsum in fp16 {{.*}} [mpnanny-unscaled-sum]
   return ends + rows + starts + bag_of + nonzero + marks + running + weighted;
 }
+
+// A total only compared with 0 is read for its sign, which half keeps (inf included).
+bool all_zero(torch::Tensor x) {
+  auto h = x.to(torch::kHalf);
+  bool empty = h.sum().item<float>() == 0.f;
+  auto positive = h.sum() > 0;
+  auto nonzero = h.sum().ne(0);
+  // Reported: compared with another value, or kept.
+  bool large = h.sum().item<float>() > 100.f;
+// CHECK: :[[@LINE-1]]:18: warning: Tensor::sum over all elements in fp16{{.*}} [mpnanny-unscaled-sum]
+  auto total = h.sum();
+// CHECK: :[[@LINE-1]]:18: warning: Tensor::sum over all elements in fp16{{.*}} [mpnanny-unscaled-sum]
+  return empty && large && positive.item<bool>() && nonzero.item<bool>() && total.item<float>() != 0;
+}
