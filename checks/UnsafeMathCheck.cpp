@@ -88,7 +88,15 @@ std::string domainHazard(MathKind Kind, const Interval &Arg, const std::string &
 UnsafeMathCheck::UnsafeMathCheck(StringRef Name, ClangTidyContext *Context)
     : MpnannyCheck(Name, Context),
       LogSoftmaxEnabled(Context->isCheckEnabled(vocab::name(vocab::Check::LogSoftmax))),
-      RiskyOpEnabled(Context->isCheckEnabled(vocab::name(vocab::Check::RiskyOp))) {}
+      RiskyOpEnabled(Context->isCheckEnabled(vocab::name(vocab::Check::RiskyOp))),
+      ConstantRangeEnabled(Context->isCheckEnabled(vocab::name(vocab::Check::Fp16ConstantRange))) {}
+
+bool UnsafeMathCheck::leftToConstantRange(const Interval &Value) const {
+  // log(x + 1e-8), x / x.sum().clamp_min(1e-20) in fp16: the guard is 0 there, and
+  // mpnanny-fp16-constant-range reports the guard itself. One hazard, one finding.
+  return ConstantRangeEnabled && Value.FlushedConstant && Value.mayBeZero() &&
+         !Value.mayBeNegative();
+}
 
 void UnsafeMathCheck::registerCheckMatchers(MatchFinder *Finder) {
   if (!knowledgeBase())
@@ -161,7 +169,7 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
     checkExp(*Call, *TC, *Op, Arg, Why, Ctx);
     return;
   }
-  if (Arg.isUnknown())
+  if (Arg.isUnknown() || leftToConstantRange(Arg))
     return;
 
   kb::Format F = Ranges->formatOf(TC->Self);
@@ -228,7 +236,7 @@ void UnsafeMathCheck::checkDivision(const Expr &Division, const Expr &Divisor, A
   if (Why.Value == kb::Precision::FP32)
     return;
   Interval D = Ranges->rangeOf(&Divisor);
-  if (D.isUnknown() || !D.mayBeZero())
+  if (D.isUnknown() || !D.mayBeZero() || leftToConstantRange(D))
     return;
   kb::Format F = Ranges->formatOf(&Divisor);
   const char *Name = kb::toString(F);

@@ -25,8 +25,13 @@ private:
   void checkDivision(const Expr &Division, const Expr &Divisor, ASTContext &Ctx);
   bool riskyOpReports(const kb::Op &Op, kb::Format F) const;
   std::unique_ptr<RangeAnalysis> Ranges;
+  /// True when the value may be 0 only through a guard the format stores as 0, which
+  /// mpnanny-fp16-constant-range reports.
+  bool leftToConstantRange(const Interval &Value) const;
   bool LogSoftmaxEnabled = false;
   bool RiskyOpEnabled = false;
+  /// mpnanny-fp16-constant-range reports an eps or clamp bound the format stores as 0.
+  bool ConstantRangeEnabled = false;
 };
 
 } // namespace clang::tidy::mpnanny

@@ -382,9 +382,11 @@ Interval RangeAnalysis::rangeImpl(const Expr *E, std::optional<kb::Format> Assum
           R = Interval::point(Stored);
         R.Lo = std::min(R.Lo, Stored);
         R.Hi = std::max(R.Hi, Stored);
-        if (Stored == 0 && V.Value != 0 && R.Origin.empty())
+        if (Stored == 0 && V.Value != 0 && R.Origin.empty()) {
           R.Origin = formatNumber(V.Value) + (V.Via.empty() ? "" : " (" + V.Via + ")") +
                      " is 0 in " + kb::toString(In);
+          R.FlushedConstant = true;
+        }
       }
       return R;
     }
@@ -404,12 +406,16 @@ Interval RangeAnalysis::rangeImpl(const Expr *E, std::optional<kb::Format> Assum
   return Result;
 }
 
-static std::string joinOrigins(const Interval &A, const Interval &B) {
-  if (A.Origin.empty())
-    return B.Origin;
-  if (B.Origin.empty())
-    return A.Origin;
-  return A.Origin + "; " + B.Origin;
+/// Gives R the origin of From (its text and whether it holds a flushed constant).
+static void takeOrigin(Interval &R, const Interval &From) {
+  R.Origin = From.Origin;
+  R.FlushedConstant = From.FlushedConstant;
+}
+
+/// Gives R the origins of both operands.
+static void joinOrigins(Interval &R, const Interval &A, const Interval &B) {
+  R.Origin = A.Origin.empty() ? B.Origin : B.Origin.empty() ? A.Origin : A.Origin + "; " + B.Origin;
+  R.FlushedConstant = A.FlushedConstant || B.FlushedConstant;
 }
 
 Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op, std::optional<kb::Format>,
@@ -421,7 +427,7 @@ Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op, std::opti
       return Interval::unknown();
     Interval A = rangeImpl(Op.getArg(0), F, Depth + 1);
     Interval R = negate(A);
-    R.Origin = A.Origin;
+    takeOrigin(R, A);
     return R;
   }
   if (Op.getNumArgs() != 2)
@@ -439,7 +445,7 @@ Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op, std::opti
   if (R.isUnknown())
     return R;
   R = roundTo(R, F);
-  R.Origin = joinOrigins(A, B);
+  joinOrigins(R, A, B);
   return R;
 }
 
@@ -459,7 +465,8 @@ static Interval clampBounds(const TorchCall &TC, kb::Format F, const ASTContext 
     if (Name == "min") {
       R.Lo = Stored, R.LoOpen = false;
       if (Stored == 0 && *V != 0)
-        R.Origin = "the clamp bound " + formatNumber(*V) + " is 0 in " + kb::toString(F);
+        R.Origin = "the clamp bound " + formatNumber(*V) + " is 0 in " + kb::toString(F),
+        R.FlushedConstant = true;
     } else if (Name == "max") {
       R.Hi = Stored, R.HiOpen = false;
     }
@@ -479,7 +486,7 @@ Interval RangeAnalysis::rangeOfCall(const CallExpr &Call, std::optional<kb::Form
        TC->Name == "float" || TC->Name == "double" || TC->Name == "bfloat16")) {
     Interval In = rangeImpl(TC->Self, F, Depth + 1);
     Interval R = In.isUnknown() ? In : roundTo(In, F);
-    R.Origin = In.Origin;
+    takeOrigin(R, In);
     return R;
   }
   const kb::Op *Op = lookupOp(*TC, KB);
@@ -530,10 +537,10 @@ Interval RangeAnalysis::rangeOfCall(const CallExpr &Call, std::optional<kb::Form
   if (ClampLike) {
     Interval Bounds = clampBounds(*TC, F, Ctx);
     R = intersect(T.empty() || T == "clamp" ? In : R, Bounds);
-    R.Origin = Bounds.Origin;
+    takeOrigin(R, Bounds);
   }
   if (R.Origin.empty())
-    R.Origin = In.Origin;
+    takeOrigin(R, In);
   if (Op->Range) {
     Interval Fixed;
     Fixed.Lo = Op->Range->Min, Fixed.Hi = Op->Range->Max;
@@ -544,18 +551,18 @@ Interval RangeAnalysis::rangeOfCall(const CallExpr &Call, std::optional<kb::Form
     // in fp32 above 103, beyond what the checks call a finding.
     if (Fixed.Lo == 0 && !Fixed.LoOpen && Fixed.Hi == 1 && F != kb::Format::FP16)
       Fixed.LoOpen = true;
-    std::string Origin = R.Origin;
+    Interval Before = R;
     R = intersect(R, Fixed);
     if (R.Lo == Fixed.Lo && R.Hi == Fixed.Hi)
-      R.Origin = TC->spelled() + " gives " + Fixed.str();
+      R.Origin = TC->spelled() + " gives " + Fixed.str(), R.FlushedConstant = false;
     else
-      R.Origin = Origin;
+      takeOrigin(R, Before);
   }
   if (R.isUnknown())
     return R;
-  std::string Origin = R.Origin;
+  Interval Before = R;
   R = roundTo(R, F);
-  R.Origin = Origin;
+  takeOrigin(R, Before);
   (void)Assumed;
   (void)isHalf;
   return R;

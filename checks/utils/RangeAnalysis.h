@@ -27,10 +27,14 @@ struct Interval {
   bool LoOpen = true, HiOpen = true;
   /// Where the decisive bound comes from, for messages: "torch::softmax outputs [0, 1]".
   std::string Origin;
+  /// The origin includes a nonzero constant that the format stores as 0 (an eps of 1e-8 in
+  /// fp16, a clamp bound of 1e-20): mpnanny-fp16-constant-range reports that constant, so a
+  /// zero it lets through is already reported there.
+  bool FlushedConstant = false;
 
   static Interval unknown() { return {}; }
-  static Interval point(double V) { return {V, V, false, false, ""}; }
-  static Interval closed(double Lo, double Hi) { return {Lo, Hi, false, false, ""}; }
+  static Interval point(double V) { return {V, V, false, false, "", false}; }
+  static Interval closed(double Lo, double Hi) { return {Lo, Hi, false, false, "", false}; }
 
   /// True when nothing is known: no check may report on such a value.
   bool isUnknown() const;
