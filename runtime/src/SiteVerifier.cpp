@@ -254,7 +254,16 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
     record(e.confirmed, Verdict::Confirmed, static_cast<double>(stats.nan_count + stats.inf_count),
            observed + std::to_string(stats.nan_count) + " NaN, " + std::to_string(stats.inf_count) + " Inf");
   }
-  if (risk == "overflow" || risk == "precision-loss") {
+  if (risk == "precision-loss" && makes_integer_sequence(site)) {
+    // arange's risk is its positions: a format holds integers exactly only up to
+    // 2^(mantissa bits + 1), 2048 in fp16 and 256 in bf16, far below its largest value.
+    const double last_exact = std::ldexp(1.0, limits.mantissa_bits + 1);
+    if (stats.max_abs > last_exact) {
+      record(e.confirmed, Verdict::Confirmed, stats.max_abs,
+             observed + "positions up to " + number(stats.max_abs) + " > " + number(last_exact) + " (" + format +
+                 "'s last exact integer)");
+    }
+  } else if (risk == "overflow" || risk == "precision-loss") {
     if (overflow > 0) {
       record(e.confirmed, Verdict::Confirmed, stats.max_abs,
              "max |x| = " + number(stats.max_abs) + " > " + number(limits.max_finite) + " (" + format + " max)");
@@ -282,6 +291,10 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
     e.worst_step = step;
   }
   note_smallest(e, stats.min_abs_nonzero, step);
+}
+
+bool SiteVerifier::makes_integer_sequence(const Site& site) {
+  return std::find(site.aten_ops.begin(), site.aten_ops.end(), "aten::arange") != site.aten_ops.end();
 }
 
 bool SiteVerifier::judges_argument(const std::string& op) {

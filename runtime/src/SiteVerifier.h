@@ -86,6 +86,9 @@ class SiteVerifier {
   /// without overflow".
   void observe_failure(size_t site, int64_t step, const std::string& op, c10::ScalarType input_dtype, double scalar);
 
+  /// A site on arange: its precision loss is integer positions past the format's last exact
+  /// integer (2048 in fp16, 256 in bf16), not values near its largest one.
+  static bool makes_integer_sequence(const Site& site);
   /// Ops whose underflow is their argument's: log of a value fp16 flushes to 0 is -inf, while
   /// the log's own output (-23 for 1e-10) is unremarkable. Their sites are judged on both.
   static bool judges_argument(const std::string& op);

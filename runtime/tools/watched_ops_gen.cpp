@@ -30,7 +30,10 @@ bool worth_watching(const Op& op) {
                                 op.Autocast == AutocastPolicy::Lower || op.Autocast == AutocastPolicy::Banned;
   const bool fills_a_literal = std::any_of(op.ValueArgs.begin(), op.ValueArgs.end(),
                                            [](const mpnanny::kb::ValueArg& arg) { return arg.Role == "fill"; });
-  return !op.Risks.empty() || special_autocast || fills_a_literal;
+  // arange's risk follows from its arguments (how far its positions go), which the static scan
+  // reads; its output is observed only where a static site names it (MPNANNY_VERIFY=1).
+  const bool judged_from_sites_only = std::find(op.Aten.begin(), op.Aten.end(), "aten::arange") != op.Aten.end();
+  return (!op.Risks.empty() || special_autocast || fills_a_literal) && !judged_from_sites_only;
 }
 
 /// The one place for ops the observer needs that the knowledge base does not name (the KB

@@ -83,6 +83,23 @@ TEST(SiteVerifier, AnUnderflowSiteNotObservedStatesItsSmallestValue) {
   EXPECT_EQ(verdict.evidence, "executed 1 times, smallest non-zero |x| = 0.5 (normal from 6.10352e-05) at step 4");
 }
 
+// arange in a half dtype: positions past the last exact integer (2048 in fp16, 256 in bf16)
+// collide, far below the format's largest value. 5000 positions confirm the fp16 site; 1000 do
+// not, in fp16, and do confirm the bf16 one.
+TEST(SiteVerifier, AnArangeSiteIsJudgedByTheLastExactInteger) {
+  const Site positions = site("/src/model.cpp", 20, "precision-loss", {"aten::arange"});
+  SiteVerifier fp16({positions, site("/src/model.cpp", 30, "precision-loss", {"aten::arange"})}, Precision::FP16);
+  fp16.observe(0, 1, stats_with(4999.0));
+  fp16.observe(1, 1, stats_with(999.0));
+  const auto verdicts = fp16.verdicts();
+  EXPECT_EQ(verdicts[0].verdict, Verdict::Confirmed);
+  EXPECT_EQ(verdicts[0].evidence, "positions up to 4999 > 2048 (fp16's last exact integer) at step 1");
+  EXPECT_EQ(verdicts[1].verdict, Verdict::NotObserved);
+  SiteVerifier bf16({positions}, Precision::BF16);
+  bf16.observe(0, 1, stats_with(999.0));
+  EXPECT_EQ(bf16.verdicts()[0].verdict, Verdict::Confirmed);
+}
+
 // log(softmax(x)): the log's output (-23 for 1e-10) is unremarkable; its argument, a probability
 // fp16 flushes to 0, is the hazard. The site read NOT_OBSERVED on a run whose softmax flushed 6.
 TEST(SiteVerifier, ALogSiteIsJudgedOnItsArgumentToo) {
