@@ -37,6 +37,14 @@ bool isObjectOf(const CXXMemberCallExpr &Call, const Expr &Child) {
          Call.getCallee()->IgnoreParenImpCasts() == Self;
 }
 
+/// A node that holds its child's value unchanged: parentheses, casts to the same value,
+/// temporaries, and a one-argument construction (a copy, a Scalar from a number).
+bool holdsChildValue(const Stmt &Parent) {
+  return isa<ImplicitCastExpr, ParenExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr,
+             ExprWithCleanups>(&Parent) ||
+         (isa<CXXConstructExpr>(&Parent) && cast<CXXConstructExpr>(&Parent)->getNumArgs() == 1);
+}
+
 /// Methods and functions whose result holds the same values (a copy, a view, a conversion):
 /// the use of their result is a use of their input.
 bool passesValuesOn(llvm::StringRef Name) {
@@ -83,9 +91,7 @@ public:
       const auto *Parent = P.get<Stmt>();
       if (!Parent)
         return std::nullopt;
-      if (isa<ImplicitCastExpr, ParenExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr,
-              ExprWithCleanups, CXXFunctionalCastExpr>(Parent) ||
-          (isa<CXXConstructExpr>(Parent) && cast<CXXConstructExpr>(Parent)->getNumArgs() == 1)) {
+      if (holdsChildValue(*Parent) || isa<CXXFunctionalCastExpr>(Parent)) {
         Node = Parent;
         continue;
       }
@@ -211,9 +217,7 @@ const CallExpr *saturatingConsumer(const Expr &Value, ASTContext &Ctx) {
     const auto *Parent = Parents[0].get<Expr>();
     if (!Parent)
       return nullptr;
-    if (isa<ImplicitCastExpr, ParenExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr,
-            ExprWithCleanups, CXXFunctionalCastExpr, MemberExpr>(Parent) ||
-        (isa<CXXConstructExpr>(Parent) && cast<CXXConstructExpr>(Parent)->getNumArgs() == 1)) {
+    if (holdsChildValue(*Parent) || isa<CXXFunctionalCastExpr, MemberExpr>(Parent)) {
       Node = Parent;
       continue;
     }
@@ -298,9 +302,7 @@ bool onlyComparedWithZero(const Expr &Value, ASTContext &Ctx) {
                  .Default(false) &&
              Member->getNumArgs() == 1 && isZero(*Member->getArg(0), Ctx);
     }
-    if (isa<ImplicitCastExpr, ParenExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr,
-            ExprWithCleanups, MemberExpr>(Parent) ||
-        (isa<CXXConstructExpr>(Parent) && cast<CXXConstructExpr>(Parent)->getNumArgs() == 1)) {
+    if (holdsChildValue(*Parent) || isa<MemberExpr>(Parent)) {
       Node = Parent;
       continue;
     }
