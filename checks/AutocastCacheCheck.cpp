@@ -112,6 +112,12 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
       return;
   }
 
+  // A step that runs under autocast in a project of which every unit was read, and nothing in
+  // it ever clears the cache: whichever forward comes next reuses the casts made before this
+  // step, even when that forward lives in another function or file than the step.
+  bool StaleForTheWholeProject = Step && Context.seesWholeProject() &&
+                                 kb::isAutocast(Context.at(*Call).Value) &&
+                                 !Context.projectClearsAutocastCache();
   unsigned StepAt = orderOf(*Call, SM);
   const Stmt *Loop = trainingLoopAround(*Call, Ctx);
   const CallExpr *Forward = nullptr;
@@ -119,20 +125,22 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
     if (Reported.count(Loop))
       return;
     Forward = autocastForward(Loop, Context, SM, 0, ~0u);
-    if (!Forward || clearsAutocastCache(*Loop))
+    if ((!Forward && !StaleForTheWholeProject) || clearsAutocastCache(*Loop))
       return;
     Reported.insert(Loop);
+  } else if (const CallExpr *Before = autocastForward(F->getBody(), Context, SM, 0, StepAt);
+             !Before) {
+    if (!StaleForTheWholeProject)
+      return;
   } else {
     // Straight-line code: a forward under autocast before the update and another
     // after it, with no clear in between.
-    const CallExpr *Before = autocastForward(F->getBody(), Context, SM, 0, StepAt);
-    if (!Before)
-      return;
     Forward = autocastForward(F->getBody(), Context, SM, StepAt + 1, ~0u);
     if (!Forward) {
       // A step function called from a training loop: each call runs the forward,
       // then the step, and the next call's forward reuses the cache.
-      if (clearsAutocastCache(*F->getBody()) || !calledInUnclearedLoop(*F, Ctx))
+      if (clearsAutocastCache(*F->getBody()) ||
+          (!StaleForTheWholeProject && !calledInUnclearedLoop(*F, Ctx)))
         return;
       Forward = Before;
     } else {
@@ -152,7 +160,7 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
     }
   }
 
-  PrecisionReason Why = Context.at(*Forward);
+  PrecisionReason Why = Context.at(Forward ? static_cast<const Stmt &>(*Forward) : *Call);
   // Autocast switched on in another file (or declared for the project): the loop that drives
   // it is not seen here, so "nothing clears the cache" holds only if nothing in the project
   // does.

@@ -78,6 +78,9 @@ public:
   /// Whether anything in the project (this unit, or the facts of the others) calls
   /// at::autocast::clear_cache().
   bool projectClearsAutocastCache() const;
+  /// Whether the facts of the project's other units were given: what "nothing in the
+  /// project does X" may be claimed from.
+  bool seesWholeProject() const { return Facts != nullptr; }
 
   /// The dtype a value names: a torch dtype constant, or a member or variable given a half
   /// dtype somewhere in the project (`dtype_ = torch::kHalf`, a config field).
