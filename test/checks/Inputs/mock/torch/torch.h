@@ -113,6 +113,7 @@ public:
   Tensor unsqueeze(int64_t d) const;
   Tensor squeeze(int64_t d) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  IntArrayRef sizes() const;
   Tensor operator[](int64_t i) const;
   Tensor operator~() const;
   Tensor operator-() const;
