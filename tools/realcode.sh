@@ -12,7 +12,7 @@
 #      repository, findings per KLOC on unlabelled code, parse status, wall times) and exits
 #      with its code: 0 the gates are met, 1 a gate failed, 2 bad input (a label that no
 #      longer points at its line, a repository not fetched).
-# Also needs: python3 with PyYAML, LibTorch's headers (found like mpnanny-check finds them:
+# Also needs: tcl-dev (installed here when missing, below), python3 with PyYAML, LibTorch's headers (found like mpnanny-check finds them:
 # TORCH_DIR, CMAKE_PREFIX_PATH, /usr, /usr/local, /opt/libtorch), and what the build needs.
 #
 #   tools/realcode.sh                                  # everything
@@ -35,6 +35,17 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   fi
   ninja -C "$build" -j "$jobs" mpnanny-check
+fi
+# System headers that a corpus project's own build finds (TCLIBTORCH: find_package(TCL), its
+# label file's include /usr/include/tcl): without them its files would not parse, as they
+# would not build. Installed like tools/bootstrap.sh installs, when this runs as root.
+if ! dpkg-query -W -f='${Status}' tcl-dev 2>/dev/null | grep -q "ok installed"; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq tcl-dev >/dev/null ||
+      echo "realcode.sh: tcl-dev could not be installed: TCLIBTORCH's files will not parse" >&2
+  else
+    echo "realcode.sh: tcl-dev is missing (apt-get install tcl-dev): TCLIBTORCH's files will not parse" >&2
+  fi
 fi
 set +e
 python3 test/realcode/score.py --mpnanny-check "$build/bin/mpnanny-check" -j "$jobs" "$@"
