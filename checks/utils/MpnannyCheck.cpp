@@ -159,7 +159,7 @@ void MpnannyCheck::registerMatchers(MatchFinder *Finder) {
 }
 
 const PrecisionContext &MpnannyCheck::precisionContext(ASTContext &Ctx) const {
-  return PrecisionContext::get(Ctx, DeclaredPrecision, projectFacts(Ctx));
+  return PrecisionContext::get(Ctx, DeclaredPrecision, projectFacts(Ctx), knowledgeBase());
 }
 
 namespace {

@@ -119,8 +119,8 @@ bool holdsProjectValue(const ValueDecl *D) {
 } // namespace
 
 PrecisionContext::PrecisionContext(ASTContext &Ctx, std::optional<Precision> Declared,
-                                   const ProjectFacts *Facts)
-    : Ctx(Ctx), Declared(Declared), Facts(Facts) {
+                                   const ProjectFacts *Facts, const kb::KnowledgeBase *KB)
+    : Ctx(Ctx), Declared(Declared), Facts(Facts), KB(KB) {
   collect();
   applyFacts();
   if (Declared)
@@ -136,18 +136,20 @@ struct CacheEntry {
   ASTContext *Ctx = nullptr;
   std::optional<Precision> Declared;
   const ProjectFacts *Facts = nullptr;
+  const kb::KnowledgeBase *KB = nullptr;
   std::unique_ptr<PrecisionContext> Analysis;
 };
 thread_local std::vector<CacheEntry> Cache;
 } // namespace
 
 const PrecisionContext &PrecisionContext::get(ASTContext &Ctx, std::optional<Precision> Declared,
-                                              const ProjectFacts *Facts) {
+                                              const ProjectFacts *Facts,
+                                              const kb::KnowledgeBase *KB) {
   for (auto &E : Cache)
-    if (E.Ctx == &Ctx && E.Declared == Declared && E.Facts == Facts)
+    if (E.Ctx == &Ctx && E.Declared == Declared && E.Facts == Facts && E.KB == KB)
       return *E.Analysis;
   Cache.push_back(
-      {&Ctx, Declared, Facts, std::make_unique<PrecisionContext>(Ctx, Declared, Facts)});
+      {&Ctx, Declared, Facts, KB, std::make_unique<PrecisionContext>(Ctx, Declared, Facts, KB)});
   return *Cache.back().Analysis;
 }
 

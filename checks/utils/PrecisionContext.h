@@ -31,13 +31,16 @@ public:
   /// The analysis of the translation unit that Ctx holds; built on first use. Declared is
   /// the project's precision (the Precision option): what code with no evidence of its own
   /// computes in. Facts, when given, are what the rest of the project knows (ProjectFacts.h).
+  /// KB, when given, says what autocast does with each op, so that an op of autocast's fp32
+  /// list is known to return fp32 (knownFormat).
   static const PrecisionContext &get(ASTContext &Ctx, std::optional<kb::Precision> Declared,
-                                     const ProjectFacts *Facts = nullptr);
+                                     const ProjectFacts *Facts = nullptr,
+                                     const kb::KnowledgeBase *KB = nullptr);
   /// Forgets the cached analysis; called when a new translation unit starts.
   static void reset();
 
   PrecisionContext(ASTContext &Ctx, std::optional<kb::Precision> Declared,
-                   const ProjectFacts *Facts = nullptr);
+                   const ProjectFacts *Facts = nullptr, const kb::KnowledgeBase *KB = nullptr);
   ~PrecisionContext();
 
   /// This unit's facts for the project's facts pass, before any other unit's are merged.
@@ -53,7 +56,8 @@ public:
   std::vector<const FunctionDecl *> functions() const;
 
   /// The format a tensor expression is known to have from the code itself
-  /// (`x.to(torch::kFloat)`, a local initialized from one, an op on such a tensor).
+  /// (`x.to(torch::kFloat)`, a local initialized from one, an op on such a tensor, an op that
+  /// autocast runs in fp32 where autocast is on).
   std::optional<kb::Format> knownFormat(const Expr *E) const;
 
   /// What autocast does with the op where the code runs as `Why` says: CUDA's list (LibTorch
@@ -92,6 +96,7 @@ private:
   ASTContext &Ctx;
   std::optional<kb::Precision> Declared;
   const ProjectFacts *Facts;
+  const kb::KnowledgeBase *KB;
   PrecisionModel Model;
   struct Span {
     const FunctionDecl *Decl;

@@ -84,6 +84,15 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
     return D;
   if (isDefaultDtypeFactory(*TC))
     return Format::FP32;
+  // Where autocast is on, an op of its fp32 list returns fp32 whatever its input
+  // (autocast_mode.cpp: fp32, fp32_set_opt_dtype): a softmax's probabilities, a norm.
+  if (const kb::Op *Op = KB ? lookupOp(*TC, *KB) : nullptr) {
+    PrecisionReason Why = at(*Call);
+    kb::AutocastPolicy Policy = autocastPolicy(Op, Why);
+    if (kb::isAutocast(Why.Value) &&
+        (Policy == kb::AutocastPolicy::FP32 || Policy == kb::AutocastPolicy::FP32UnlessDtype))
+      return Format::FP32;
+  }
   if (TC->Self)
     return knownFormatImpl(TC->Self, Depth + 1);
   return std::nullopt;

@@ -39,6 +39,20 @@ torch::Tensor autocast_attention(torch::Tensor q, torch::Tensor k, torch::Tensor
   return masked + upcast;
 }
 
+// Autocast runs softmax in fp32 (its fp32 list): a clamp of the probabilities, directly or
+// through a local, is fp32, where 1e-8 holds; a clamp of the matmul's fp16 output is not.
+torch::Tensor autocast_probabilities(torch::Tensor q, torch::Tensor k) {
+  at::autocast::set_enabled(true);
+  auto scores = torch::matmul(q, k);
+  auto probs = torch::softmax(scores, -1);
+  auto kept = torch::clamp(probs, 1e-8, 1.0);
+  auto inline_kept = scores.softmax(-1).clamp(1e-8);
+  auto raw = torch::clamp(scores, 1e-8);
+// CHECK: :[[@LINE-1]]:35: warning: torch::clamp bound value 1e-8 rounds to 0 in fp16{{.*}} [mpnanny-fp16-constant-range]
+  at::autocast::set_enabled(false);
+  return kept + inline_kept + raw;
+}
+
 // The fused norms take eps as a double and add it in float (acc_type) for half input:
 // BERT's 1e-12 is not 0 there. A hand-written norm adds it in half, where it is 0.
 struct HalfModelImpl : torch::nn::Module {
