@@ -15,6 +15,26 @@ void MissingGradScalerCheck::registerCheckMatchers(MatchFinder *Finder) {
       this);
 }
 
+/// A tensor some other code computed and left where this function reads it, like a parameter:
+/// a global, an entry of a container (`storage[name]`, a binding's table of named tensors), or
+/// a reference local bound to one. A member is the class's own state and is not among them.
+static bool readFromStorage(const Expr *E, int Depth = 0) {
+  E = ignoreConversions(E);
+  if (!E || Depth > 4)
+    return false;
+  if (const auto *Subscript = dyn_cast<CXXOperatorCallExpr>(E))
+    return Subscript->getOperator() == OO_Subscript && Subscript->getNumArgs() == 2 &&
+           !isTensorType(Subscript->getArg(0)->getType());
+  if (const auto *Ref = dyn_cast<DeclRefExpr>(E))
+    if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl())) {
+      if (Var->hasGlobalStorage() && !Var->isStaticLocal())
+        return true;
+      return Var->getType()->isReferenceType() && !isa<ParmVarDecl>(Var) && Var->getInit() &&
+             readFromStorage(Var->getInit(), Depth + 1);
+    }
+  return false;
+}
+
 static bool isFp16(kb::Precision P) {
   return P == kb::Precision::FP16 || P == kb::Precision::AutocastFP16;
 }
@@ -44,8 +64,11 @@ void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
 
   if (isScaledBackward(*Call, *Loss, Ctx))
     return;
-  // A loss handed in by the caller may have been scaled there: not provable here.
+  // A loss handed in by the caller, or read from where other code stored it, may have been
+  // scaled there: not provable here.
   const Expr *LossExpr = ignoreConversions(*Loss);
+  if (readFromStorage(LossExpr))
+    return;
   const Stmt *Origin = LossExpr;
   if (const auto *Ref = dyn_cast<DeclRefExpr>(LossExpr)) {
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());

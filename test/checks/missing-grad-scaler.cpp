@@ -2,6 +2,7 @@
 // RUN: %clang_tidy --load %plugin -checks='-*,mpnanny-missing-grad-scaler' %s -- %check_flags | %FileCheckAll %s
 
 #include <torch/torch.h>
+#include <map>
 #include <ATen/autocast_mode.h>
 #include <mpnanny/grad_scaler.h>
 
@@ -131,6 +132,21 @@ void backward_of(torch::Tensor loss) { loss.backward(); }
 void half_caller(Net net, torch::Tensor x, torch::Tensor y) {
   net->to(torch::kHalf);
   backward_of(torch::mse_loss(net(x), y) * 4096.0);
+}
+
+// The same for a loss read from where other code stored it: a global, a table of named
+// tensors (directly or through a reference). A local computed here is still judged.
+std::map<std::string, torch::Tensor> stored_tensors;
+torch::Tensor last_loss;
+void half_backward_of_stored(Net net, torch::Tensor x, torch::Tensor y, std::string name) {
+  net->to(torch::kHalf);
+  auto &stored = stored_tensors[name];
+  stored.backward();
+  stored_tensors[name].backward();
+  last_loss.backward();
+  auto loss = torch::mse_loss(net(x), y);
+  loss.backward();
+// CHECK: :[[@LINE-1]]:8: warning: Tensor::backward() on a loss whose forward ran in fp16 {{.*}} [mpnanny-missing-grad-scaler]
 }
 
 // Plain fp32 code: never reported.
