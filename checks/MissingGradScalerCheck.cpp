@@ -50,7 +50,11 @@ void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
       isa<CXXMemberCallExpr>(Call) ? "Tensor::backward" : "torch::autograd::backward";
 
   PrecisionReason AtBackward = Context.at(*Call);
-  if (kb::isAutocast(AtBackward.Value)) {
+  // Only a switch seen in the code (here or in another file) says that autocast is still on
+  // at the backward; a project that declares autocast says how its forwards run, not where
+  // its regions end.
+  bool SwitchedOnInCode = AtBackward.Where.isValid() || AtBackward.Elsewhere.valid();
+  if (kb::isAutocast(AtBackward.Value) && SwitchedOnInCode) {
     Subject About{Call, nullptr, "precision-loss", kb::toString(kb::Severity::Warning),
                   kb::toString(AtBackward.Value)};
     report(Ctx, About, Call->getExprLoc(),
