@@ -8,28 +8,28 @@ using namespace clang::ast_matchers;
 
 namespace clang::tidy::mpnanny {
 
+/// The first node of type Node in E, outside the calls E makes (their arguments are other
+/// values).
+template <typename Node> static const Node *firstOutsideCalls(const Expr *E) {
+  const Node *Found = nullptr;
+  visitDescendants(E, [&](const Stmt *S) {
+    if (Found)
+      return false;
+    Found = dyn_cast<Node>(S);
+    return !Found && !isa<CallExpr>(S);
+  });
+  return Found;
+}
+
 /// How many dimensions a written list names: `{1, 2, 3}` at the call, or held by a local or a
 /// parameter whose every known value is such a list (its default argument and what the unit's
 /// calls pass). std::nullopt when any of them is not a list written out.
 static std::optional<unsigned> listedDimensions(const Expr *E, ASTContext &Ctx, int Depth = 0) {
   if (!E || Depth > 4)
     return std::nullopt;
-  const InitListExpr *List = nullptr;
-  visitDescendants(E, [&](const Stmt *S) {
-    if (List)
-      return false;
-    List = dyn_cast<InitListExpr>(S);
-    return !List && !isa<CallExpr>(S);
-  });
-  if (List)
+  if (const auto *List = firstOutsideCalls<InitListExpr>(E))
     return List->getNumInits();
-  const DeclRefExpr *Ref = nullptr;
-  visitDescendants(E, [&](const Stmt *S) {
-    if (Ref)
-      return false;
-    Ref = dyn_cast<DeclRefExpr>(S);
-    return !Ref && !isa<CallExpr>(S);
-  });
+  const auto *Ref = firstOutsideCalls<DeclRefExpr>(E);
   if (!Ref)
     return std::nullopt;
   const ValueFlow &Flow = ValueFlow::get(Ctx);
