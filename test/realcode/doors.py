@@ -56,6 +56,11 @@ def main():
     ap.add_argument("--per-repo", type=int, default=3, help="files per repository")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per file and door")
     args = ap.parse_args()
+    # The doors run in each repository's folder: a path given relative to here (realcode.sh
+    # passes build/bin/mpnanny-check) must not be read from there.
+    args.mpnanny_check = os.path.abspath(args.mpnanny_check)
+    if args.plugin:
+        args.plugin = os.path.abspath(args.plugin)
 
     build_root = os.path.dirname(os.path.dirname(os.path.abspath(args.mpnanny_check)))
     plugin = args.plugin or next(iter(glob.glob(os.path.join(build_root, "**", "libmpnanny-tidy.so"),
