@@ -131,6 +131,13 @@ private:
   const Span *spanAt(SourceLocation Loc) const;
   Place placeOf(SourceLocation Loc) const;
   std::optional<kb::Format> knownFormatImpl(const Expr *E, int Depth) const;
+  /// The format every value a local is given agrees on (ValueFlow::valuesGivenTo).
+  std::optional<kb::Format> agreedFormat(const VarDecl &Var, int Depth) const;
+  /// Locals agreedFormat is working out: the format assumed for a read of one inside its own
+  /// values (`x = x * scale;`), none while the other values are judged.
+  mutable llvm::DenseMap<const VarDecl *, std::optional<kb::Format>> FormatsInProgress;
+  /// The expressions the current knownFormat question has read (MaxFormatSteps).
+  mutable int FormatSteps = 0;
   /// The format a call of a user function or lambda returns, when all its returns agree.
   std::optional<kb::Format> returnedFormat(const CallExpr &Call, int Depth) const;
 };

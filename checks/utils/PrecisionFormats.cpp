@@ -16,8 +16,14 @@ namespace clang::tidy::mpnanny {
 using kb::Format;
 using kb::Precision;
 
+namespace {
+/// How many expressions one knownFormat question may read: locals with several values and
+/// callers that agree make the walk a tree, which a generated function could make huge.
+constexpr int MaxFormatSteps = 4096;
+} // namespace
+
 std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth) const {
-  if (!E || Depth > 16)
+  if (!E || Depth > 16 || ++FormatSteps > MaxFormatSteps)
     return std::nullopt;
   E = ignoreConversions(E);
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
@@ -40,7 +46,13 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
       return Agreed;
     }
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-    if (Var && Var->isLocalVarDecl() && Var->getInit())
+    if (!Var || !Var->isLocalVarDecl())
+      return std::nullopt;
+    if (auto InProgress = FormatsInProgress.find(Var); InProgress != FormatsInProgress.end())
+      return InProgress->second;
+    if (auto Agreed = agreedFormat(*Var, Depth))
+      return Agreed;
+    if (Var->getInit())
       return knownFormatImpl(Var->getInit(), Depth + 1);
     return std::nullopt;
   }
@@ -93,9 +105,49 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
         (Policy == kb::AutocastPolicy::FP32 || Policy == kb::AutocastPolicy::FP32UnlessDtype))
       return Format::FP32;
   }
-  if (TC->Self)
-    return knownFormatImpl(TC->Self, Depth + 1);
+  if (const Expr *Operand = TC->operand())
+    return knownFormatImpl(Operand, Depth + 1);
   return std::nullopt;
+}
+
+std::optional<Format> PrecisionContext::agreedFormat(const VarDecl &Var, int Depth) const {
+  // `Tensor betas; if (linear) betas = linspace(.., kFloat32); else betas = from_blob(..,
+  // kFloat32).clone(); betas = rescale(betas);`: no one value reaches a later read, but every
+  // value the function gives the local has one format. The values that read the local
+  // itself are judged with the format the others agree on.
+  const std::vector<const Expr *> *Values =
+      ValueFlow::get(Ctx).valuesGivenTo(Var, /*InPlaceOps=*/false);
+  if (!Values || Values->empty())
+    return std::nullopt;
+  auto ReadsVar = [&](const Expr *E) {
+    bool Found = false;
+    visitDescendants(E, [&](const Stmt *S) {
+      const auto *Ref = dyn_cast<DeclRefExpr>(S);
+      Found |= Ref && Ref->getDecl() == &Var;
+      return !Found;
+    });
+    return Found;
+  };
+  FormatsInProgress[&Var] = std::nullopt;
+  std::optional<Format> Agreed;
+  bool Disagree = false;
+  for (bool SelfReading : {false, true}) {
+    for (const Expr *Value : *Values) {
+      if (ReadsVar(Value) != SelfReading)
+        continue;
+      auto F = knownFormatImpl(Value, Depth + 1);
+      if (!F || (Agreed && F != Agreed)) {
+        Disagree = true;
+        break;
+      }
+      Agreed = F;
+    }
+    if (Disagree || !Agreed)
+      break;
+    FormatsInProgress[&Var] = Agreed;
+  }
+  FormatsInProgress.erase(&Var);
+  return Disagree ? std::nullopt : Agreed;
 }
 
 std::optional<Format> PrecisionContext::returnedFormat(const CallExpr &Call, int Depth) const {
@@ -124,6 +176,7 @@ std::optional<Format> PrecisionContext::returnedFormat(const CallExpr &Call, int
 }
 
 std::optional<Format> PrecisionContext::knownFormat(const Expr *E) const {
+  FormatSteps = 0;
   return knownFormatImpl(E, 0);
 }
 
@@ -173,14 +226,8 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
   Precision Context = Why.Value;
   kb::AutocastPolicy Policy = autocastPolicy(Op, Why);
   std::optional<Format> Explicit = explicitDtypeOf(Call);
-  std::optional<Format> Input = Call.Self ? knownFormat(Call.Self) : std::nullopt;
-  // `torch::pow(10000.0, exponents)`: a scalar first, so the tensor operated on comes later.
-  if (!Call.Self)
-    for (const Expr *Arg : Call.Args)
-      if (isTensorType(Arg->getType())) {
-        Input = knownFormat(Arg);
-        break;
-      }
+  const Expr *Operand = Call.operand();
+  std::optional<Format> Input = Operand ? knownFormat(Operand) : std::nullopt;
   // torch::full(size, v) makes an fp32 tensor in any context: autocast does not cover
   // factories, and a half model's code still gets the default dtype unless it asks.
   if (Context != Precision::FP32 && isDefaultDtypeFactory(Call))

@@ -185,6 +185,15 @@ std::optional<TorchCall> classifyTorchCall(const CallExpr &Call) {
   return Result;
 }
 
+const Expr *TorchCall::operand() const {
+  if (Self)
+    return Self;
+  for (const Expr *Arg : Args)
+    if (isTensorType(Arg->getType()))
+      return Arg;
+  return nullptr;
+}
+
 std::string TorchCall::spelled() const {
   switch (Kind) {
   case Spelling::Function: return "torch::" + Name;

@@ -37,6 +37,9 @@ struct TorchCall {
 
   /// How the user wrote it, for messages: torch::softmax, Tensor::softmax, ...
   std::string spelled() const;
+  /// The tensor the op computes on: self, or in a call with a scalar first
+  /// (`torch::pow(2, m)`) the first tensor argument.
+  const Expr *operand() const;
 };
 
 /// std::nullopt when the call is not a LibTorch op call.

@@ -10,6 +10,7 @@
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/AST/StmtCXX.h"
 #include "clang/Basic/SourceManager.h"
+#include <map>
 
 namespace clang::tidy::mpnanny {
 
@@ -29,6 +30,8 @@ struct ValueFlow::Index {
   llvm::DenseSet<const FieldDecl *> MemberChangedInPlace;
   llvm::DenseMap<const VarDecl *, bool> Mutated;
   llvm::DenseSet<const Stmt *> WalkedBodies;
+  /// valuesGivenTo's answers, by local and InPlaceOps; an empty optional for "changed another way".
+  std::map<std::pair<const VarDecl *, bool>, std::optional<std::vector<const Expr *>>> GivenValues;
 };
 
 namespace {
@@ -225,6 +228,49 @@ const Expr *ValueFlow::stableInitializer(const VarDecl *Var) const {
   if (isMutated(Var))
     return nullptr;
   return Var->getInit();
+}
+
+const std::vector<const Expr *> *ValueFlow::valuesGivenTo(const VarDecl &Var,
+                                                          bool InPlaceOps) const {
+  index();
+  auto [It, New] = Indexed->GivenValues.try_emplace({&Var, InPlaceOps});
+  std::optional<std::vector<const Expr *>> &Given = It->second;
+  if (!New)
+    return Given ? &*Given : nullptr;
+  const auto *FD = dyn_cast_or_null<FunctionDecl>(Var.getParentFunctionOrMethod());
+  const Stmt *Body = FD ? FD->getBody() : nullptr;
+  if (!Body || !Var.isLocalVarDecl() || Var.getType()->isReferenceType())
+    return nullptr;
+  std::vector<const Expr *> Values;
+  if (const Expr *Init = Var.getInit()) {
+    const auto *Construct = dyn_cast<CXXConstructExpr>(Init->IgnoreImplicit());
+    if (!Construct || Construct->getNumArgs() > 0)
+      Values.push_back(Init);
+  }
+  // Each write forEachWrite sees must be one of the assignments collected here, or a
+  // compound assignment (an in-place op on a tensor); any other write is not followed.
+  int Followed = 0;
+  visitDescendants(Body, [&](const Stmt *S) {
+    const auto *Op = dyn_cast<CXXOperatorCallExpr>(S);
+    const auto *BO = dyn_cast<BinaryOperator>(S);
+    if (!(Op && Op->isAssignmentOp() && Op->getNumArgs() == 2) && !(BO && BO->isAssignmentOp()))
+      return true;
+    if (namedValue(Op ? Op->getArg(0) : BO->getLHS()) != &Var)
+      return true;
+    if (const Expr *Value = assignedValue(S, &Var)) {
+      Values.push_back(Value);
+      ++Followed;
+    } else if (!InPlaceOps) {
+      ++Followed; // `x += y`: changes x in place
+    }
+    return true;
+  });
+  int Writes = 0;
+  forEachWrite(
+      Body, [&](const ValueDecl *D) { Writes += D == &Var; }, InPlaceOps);
+  if (Writes == Followed)
+    Given = std::move(Values);
+  return Given ? &*Given : nullptr;
 }
 
 const Expr *ValueFlow::reachingValue(const Expr *Use, bool InPlaceOps) const {

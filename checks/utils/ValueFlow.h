@@ -68,6 +68,13 @@ public:
   /// (`x.masked_fill_(...)`) out of "may write", for questions about the dtype, which they
   /// keep. Null when not known.
   const Expr *reachingValue(const Expr *Use, bool InPlaceOps = true) const;
+  /// Every value a local is given in its function, wherever the function gives it: its
+  /// initializer (not a default construction) and each `Var = value;`, for questions whose
+  /// answer holds when it holds for each (a tensor's dtype under if/else branches that assign
+  /// it). Compound assignments and, when InPlaceOps is false, in-place ops are left out;
+  /// nullopt when the function may change it another way (a non-const reference, its address,
+  /// a by-reference capture).
+  const std::vector<const Expr *> *valuesGivenTo(const VarDecl &Var, bool InPlaceOps) const;
   /// The calls (and constructions) of F in this unit's user code.
   const std::vector<const Expr *> &callsOf(const FunctionDecl &F) const;
   /// What every call of Param's function in this unit passes for it; nullopt when the unit

@@ -112,3 +112,33 @@ torch::Tensor upcast_through_helper(torch::Tensor g, torch::Tensor k) {
 // CHECK: :[[@LINE-1]]:12: warning: torch::softmax in fp16{{.*}}; here they reach a cumsum (line [[@LINE+1]]) [mpnanny-softmax-dtype]
   return p.cumsum(-1) + q.cumsum(-1);
 }
+
+// A local given fp32 on every path (an if/else that builds it, then updates of it from
+// itself) stays fp32 in a half model, though no one value reaches the op; a local that one
+// path gives fp16 is judged in fp16.
+struct HalfSchedulerImpl : torch::nn::Module {
+  torch::Tensor alphas_cumprod(bool linear, int64_t n) {
+    torch::Tensor betas;
+    if (linear)
+      betas = torch::ones({n}, torch::kFloat32) * 0.02;
+    else
+      betas = torch::randn({n}, torch::kFloat32);
+    if (n > 10)
+      betas = betas * betas;
+    auto safe = torch::cumprod(1.0f - betas, 0);
+    torch::Tensor mixed;
+    if (linear)
+      mixed = torch::ones({n}, torch::kFloat32);
+    else
+      mixed = torch::randn({n}, torch::kHalf);
+    auto risky = torch::cumprod(1.0f - mixed, 0);
+// CHECK: :[[@LINE-1]]:18: warning: torch::cumprod in fp16{{.*}} [mpnanny-softmax-dtype]
+    return safe + risky;
+  }
+};
+TORCH_MODULE(HalfScheduler);
+
+void run_half_scheduler() {
+  HalfScheduler scheduler;
+  scheduler->to(torch::kHalf);
+}

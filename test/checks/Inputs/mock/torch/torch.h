@@ -254,6 +254,7 @@ Tensor sum(const Tensor &self, optional<ScalarType> dtype = nullopt);
 Tensor sum(const Tensor &self, IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt);
 Tensor mean(const Tensor &self, IntArrayRef dim, bool keepdim = false, optional<ScalarType> dtype = nullopt);
 Tensor cumsum(const Tensor &self, int64_t dim, optional<ScalarType> dtype = nullopt);
+Tensor cumprod(const Tensor &self, int64_t dim, optional<ScalarType> dtype = nullopt);
 std::tuple<Tensor, Tensor> sort(const Tensor &self, int64_t dim = -1, bool descending = false);
 Tensor mean(const Tensor &self, optional<ScalarType> dtype = nullopt);
 Tensor prod(const Tensor &self, optional<ScalarType> dtype = nullopt);
