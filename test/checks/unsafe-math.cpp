@@ -127,3 +127,20 @@ struct HalfGaussian {
   }
   torch::Tensor logvar_, std_, var_;
 };
+
+// A pow with a scalar first takes its format from the tensor after it: 1 / pow(2, m) of an
+// fp32 m runs in fp32, where 2^m stays above 0; of the half model's own m, in fp16.
+struct HalfSlopesImpl : torch::nn::Module {
+  torch::Tensor forward(torch::Tensor m) {
+    auto exact = 1.0f / torch::pow(2, m.to(torch::kFloat32));
+    auto flushed = 1.0f / torch::pow(2, m);
+// CHECK: :[[@LINE-1]]:25: warning: division by a value that may be 0 in fp16{{.*}} [mpnanny-unsafe-math]
+    return exact + flushed;
+  }
+};
+TORCH_MODULE(HalfSlopes);
+
+void run_half_slopes() {
+  HalfSlopes slopes;
+  slopes->to(torch::kHalf);
+}
