@@ -100,6 +100,17 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
       return;
     if (saturatingConsumer(*Call, *Result.Context))
       return;
+    // torch::sum(mean.pow(2) + var - 1 - logvar, {1, 2, 3}) in fp16: the total passes 65504
+    // long before one square does, and mpnanny-unscaled-sum reports the sum; one finding
+    // per hazard. Summed in fp32 (a dtype), the square is reported on its own.
+    if (auto Squared = squareOf(Call, *Result.Context); Squared && Squared->Node == Call)
+      if (const CallExpr *Sum = wholeSampleSumOf(*Call, *Result.Context)) {
+        auto SumCall = classifyTorchCall(*Sum);
+        const kb::Op *SumOp = SumCall ? lookupOp(*SumCall, *knowledgeBase()) : nullptr;
+        if (SumOp && Context.computeFormatOf(*SumCall, SumOp) == Format &&
+            !onlyComparedWithZero(*Sum, *Result.Context))
+          return;
+      }
   }
   std::string PrecisionName = Format ? kb::toString(*Format) : kb::toString(Why.Value);
   std::string Spelled = TC->spelled();

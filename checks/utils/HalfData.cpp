@@ -1,6 +1,9 @@
 //===--- HalfData.cpp - mpnanny --------------------------------------------===//
 #include "HalfData.h"
 
+#include "ValueFlow.h"
+#include "ValueUses.h"
+
 #include "clang/AST/ParentMapContext.h"
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -274,6 +277,99 @@ const CallExpr *meanOf(const Expr &E, ASTContext &Ctx) {
 bool isSquareOfStatistic(const CallExpr &Call, ASTContext &Ctx) {
   auto S = squareOf(&Call, Ctx);
   return S && S->Node == &Call && meanOf(Call, Ctx);
+}
+
+/// The first node of type Node in E, outside the calls E makes (their arguments are other
+/// values).
+template <typename Node> static const Node *firstOutsideCalls(const Expr *E) {
+  const Node *Found = nullptr;
+  visitDescendants(E, [&](const Stmt *S) {
+    if (Found)
+      return false;
+    Found = dyn_cast<Node>(S);
+    return !Found && !isa<CallExpr>(S);
+  });
+  return Found;
+}
+
+/// How many dimensions a written list names: `{1, 2, 3}` at the call, or held by a local or a
+/// parameter whose every known value is such a list (its default argument and what the unit's
+/// calls pass). std::nullopt when any of them is not a list written out.
+static std::optional<unsigned> listedDimensions(const Expr *E, ASTContext &Ctx, int Depth = 0) {
+  if (!E || Depth > 4)
+    return std::nullopt;
+  if (const auto *List = firstOutsideCalls<InitListExpr>(E))
+    return List->getNumInits();
+  const auto *Ref = firstOutsideCalls<DeclRefExpr>(E);
+  if (!Ref)
+    return std::nullopt;
+  const ValueFlow &Flow = ValueFlow::get(Ctx);
+  if (const auto *Param = dyn_cast<ParmVarDecl>(Ref->getDecl())) {
+    std::vector<const Expr *> Values;
+    if (Param->hasDefaultArg() && !Param->hasUninstantiatedDefaultArg())
+      Values.push_back(Param->getDefaultArg());
+    if (auto Passed = Flow.argumentsPassedFor(*Param))
+      Values.insert(Values.end(), Passed->begin(), Passed->end());
+    std::optional<unsigned> Fewest;
+    for (const Expr *V : Values) {
+      auto N = listedDimensions(V, Ctx, Depth + 1);
+      if (!N)
+        return std::nullopt;
+      Fewest = Fewest ? std::min(*Fewest, *N) : *N;
+    }
+    return Fewest;
+  }
+  if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()))
+    return listedDimensions(Flow.stableInitializer(Var), Ctx, Depth + 1);
+  return std::nullopt;
+}
+
+bool sumsAWholeSample(const TorchCall &Call, ASTContext &Ctx) {
+  if (!namesDimensions(Call))
+    return true;
+  for (unsigned I = 0; I < Call.Args.size(); ++I)
+    if (const ParmVarDecl *P = parameterOf(Call, I))
+      if (P->getName() == "dim" || P->getName() == "dims") {
+        auto N = listedDimensions(Call.Args[I], Ctx);
+        return N && *N >= 3;
+      }
+  return false;
+}
+
+const CallExpr *wholeSampleSumOf(const Expr &E, ASTContext &Ctx) {
+  DynTypedNode N = DynTypedNode::create(E);
+  const Expr *Below = &E;
+  for (int Level = 0; Level < 32; ++Level) {
+    N = parentOf(N, Ctx);
+    const auto *P = N.get<Expr>();
+    if (!P)
+      return nullptr;
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(P)) {
+      // Element-wise arithmetic passes each element on: x.pow(2) + var - 1.
+      switch (Op->getOperator()) {
+      case OO_Plus:
+      case OO_Minus:
+      case OO_Star:
+      case OO_Slash: Below = P; continue;
+      default: return nullptr;
+      }
+    }
+    if (const auto *Call = dyn_cast<CallExpr>(P); Call && !isa<CXXConstructExpr>(P)) {
+      auto TC = classifyTorchCall(*Call);
+      if (!TC)
+        return nullptr;
+      if ((TC->Name == "sum" || TC->Name == "nansum") && TC->Self &&
+          ignoreConversions(TC->Self) == ignoreConversions(Below))
+        return sumsAWholeSample(*TC, Ctx) ? Call : nullptr;
+      if (TC->Name == "add" || TC->Name == "sub" || TC->Name == "mul" || TC->Name == "div") {
+        Below = P;
+        continue;
+      }
+      return nullptr;
+    }
+    // parentheses, casts, temporaries, the member access of a method call
+  }
+  return nullptr;
 }
 
 bool isLossName(llvm::StringRef Name) {

@@ -40,6 +40,14 @@ const CallExpr *meanOf(const Expr &E, ASTContext &Ctx);
 /// statistic, which mpnanny-norm-in-half (or mpnanny-loss-in-half) reports.
 bool isSquareOfStatistic(const CallExpr &Call, ASTContext &Ctx);
 
+/// A sum with no dimension, or over three or more named dimensions (`sum(x, {1, 2, 3})`, a KL
+/// or NLL over C, H and W, through a local or a parameter): it adds what a whole sample holds,
+/// thousands of terms at least. One or two named dimensions of unknown size may be small.
+bool sumsAWholeSample(const TorchCall &Call, ASTContext &Ctx);
+/// The sum over a whole sample (sumsAWholeSample) that E's elements reach through
+/// element-wise arithmetic: `torch::sum(x.pow(2) + var - 1, {1, 2, 3})` for the square.
+const CallExpr *wholeSampleSumOf(const Expr &E, ASTContext &Ctx);
+
 /// True when a variable's name says it holds a loss (loss, total_loss, policyLoss;
 /// not loss_scale).
 bool isLossName(llvm::StringRef Name);

@@ -24,7 +24,15 @@ struct HalfNetImpl : torch::nn::Module {
     auto p = torch::softmax(x, -1);
     auto var = x.pow(2).mean(-1, true);
     auto total = x.sum();
-    return e + m + sq + a + c + unknown + p + var + total;
+    // A square summed over a whole sample in fp16 is the sum's finding too: the total passes
+    // 65504 long before one square does. Summed over one dimension, or in fp32, the square
+    // is reported on its own.
+    auto kl = torch::sum(torch::pow(x, 2) + x - 1.0, {1, 2, 3}) + (x.square() * 0.5).sum();
+    auto row = torch::sum(torch::pow(x, 2), {-1});
+// CHECK: :[[@LINE-1]]:27: warning: torch::pow in fp16 {{.*}} [mpnanny-risky-op]
+    auto wide = torch::sum(x.pow(2) - x, {1, 2, 3}, false, torch::kFloat);
+// CHECK: :[[@LINE-1]]:30: warning: Tensor::pow in fp16 {{.*}} [mpnanny-risky-op]
+    return e + m + sq + a + c + unknown + p + var + total + kl + row + wide;
   }
 };
 TORCH_MODULE(HalfNet);
