@@ -89,26 +89,81 @@ private:
 
 thread_local const DiagnosticConsumer *Installed = nullptr;
 
+/// `bool wide = absl::GetFlag(FLAGS_wide) > 0;` with absl's header missing: the error leaves
+/// one number or flag unknown, as a value read at run time is, and touches no tensor, so the
+/// statements after it keep a whole AST. (An expression that holds the error is still not
+/// reported, nor one that uses a declaration Sema rejected.)
+bool onlyDeclaresScalars(const Stmt &S) {
+  const auto *DS = dyn_cast<DeclStmt>(&S);
+  if (!DS)
+    return false;
+  for (const Decl *D : DS->decls()) {
+    const auto *Var = dyn_cast<VarDecl>(D);
+    // `ProjectConfig config(h);` with the type's header missing is an invalid int.
+    if (!Var || Var->isInvalidDecl() || Var->getType()->isReferenceType() ||
+        !Var->getType()->isArithmeticType())
+      return false;
+  }
+  return true;
+}
+
+/// The error from which a function's body is not checked: the earliest error in the first
+/// statement of the body that holds one and does more than declare scalars; an error outside
+/// every statement (in a parameter) cuts the whole body. Null when no error cuts it.
+const RecordedError *firstCut(const FunctionDecl &FD,
+                              const std::vector<const RecordedError *> &Errors,
+                              const SourceManager &SM) {
+  auto At = [&](const RecordedError *E) { return SM.getComposedLoc(E->File, E->Offset); };
+  // The earliest in the source: errors of a template's instantiation come at the end of the
+  // unit, after errors further down its body.
+  auto Earliest = [&](const std::vector<const RecordedError *> &Some) {
+    const RecordedError *First = nullptr;
+    for (const RecordedError *E : Some)
+      if (!First || SM.isBeforeInTranslationUnit(At(E), At(First)))
+        First = E;
+    return First;
+  };
+  const auto *Body = dyn_cast_or_null<CompoundStmt>(FD.getBody());
+  if (!Body)
+    return Earliest(Errors);
+  std::vector<const RecordedError *> Placed;
+  const RecordedError *Cut = nullptr;
+  for (const Stmt *Top : Body->body()) {
+    SourceLocation Begin = SM.getExpansionLoc(Top->getBeginLoc());
+    SourceLocation End = SM.getExpansionRange(Top->getEndLoc()).getEnd();
+    std::vector<const RecordedError *> Inside;
+    for (const RecordedError *E : Errors)
+      if (!SM.isBeforeInTranslationUnit(At(E), Begin) && !SM.isBeforeInTranslationUnit(End, At(E)))
+        Inside.push_back(E);
+    Placed.insert(Placed.end(), Inside.begin(), Inside.end());
+    if (!Cut && !Inside.empty() && !onlyDeclaresScalars(*Top))
+      Cut = Earliest(Inside);
+  }
+  std::vector<const RecordedError *> Outside;
+  for (const RecordedError *E : Errors)
+    if (llvm::find(Placed, E) == Placed.end())
+      Outside.push_back(E);
+  if (!Outside.empty())
+    return Earliest(Outside);
+  return Cut;
+}
+
 const llvm::DenseMap<const FunctionDecl *, const RecordedError *> &
 brokenFunctions(const PrecisionContext &Functions, ASTContext &Ctx) {
   UnitErrors &Unit = *Current;
   if (!Unit.Broken) {
     Unit.Broken.emplace();
     const SourceManager &SM = Ctx.getSourceManager();
+    llvm::DenseMap<const FunctionDecl *, std::vector<const RecordedError *>> ErrorsIn;
     for (const RecordedError &E : Unit.Errors) {
       if (Unit.SM != &SM)
         break;
-      SourceLocation L = SM.getComposedLoc(E.File, E.Offset);
-      const FunctionDecl *FD = Functions.functionAt(L);
-      if (!FD)
-        continue;
-      // The earliest in the source: errors of a template's instantiation come at the end of
-      // the unit, after errors further down its body.
-      auto [It, New] = Unit.Broken->try_emplace(FD, &E);
-      if (!New && It->second &&
-          SM.isBeforeInTranslationUnit(L, SM.getComposedLoc(It->second->File, It->second->Offset)))
-        It->second = &E;
+      if (const FunctionDecl *FD = Functions.functionAt(SM.getComposedLoc(E.File, E.Offset)))
+        ErrorsIn[FD].push_back(&E);
     }
+    for (const auto &[FD, Errors] : ErrorsIn)
+      if (const RecordedError *Cut = firstCut(*FD, Errors, SM))
+        Unit.Broken->try_emplace(FD, Cut);
     // Declarations Sema rejected without an error inside the body's range (a parameter
     // of a type from a missing header is reported at the parameter, which is in range too,
     // but a redeclaration conflict is reported elsewhere).
@@ -141,6 +196,8 @@ bool inUncheckedPart(const Stmt *Node, SourceLocation Loc, const PrecisionContex
                      ASTContext &Ctx) {
   if (!Current || (Current->SM && Current->SM != &Ctx.getSourceManager()))
     return false;
+  if (const auto *E = dyn_cast_or_null<Expr>(Node); E && E->containsErrors())
+    return true;
   const FunctionDecl *FD = Functions.functionAt(Loc);
   if (!FD)
     return false;
@@ -152,8 +209,6 @@ bool inUncheckedPart(const Stmt *Node, SourceLocation Loc, const PrecisionContex
   const auto *Body = dyn_cast_or_null<CompoundStmt>(FD->getBody());
   if (!FirstError || !Body)
     return true; // an invalid declaration: nothing in it can be trusted
-  if (const auto *E = dyn_cast_or_null<Expr>(Node); E && E->containsErrors())
-    return true;
   // The statement of the body that holds the finding, whole (a loop with everything in it):
   // what runs after it cannot have flowed into it, so an error after its end leaves it as
   // the compiler would have seen it; an error inside or before it may not.

@@ -46,3 +46,14 @@ torch::Tensor hazard_in_a_loop_with_an_error(torch::Tensor x) {
   }
   return h;
 }
+
+// Numbers and flags read through the missing header (absl::GetFlag, say) are only unknown, as
+// run-time values are: the statements after them are checked; an expression with the error is not.
+torch::Tensor after_flags_from_the_gap(torch::Tensor x) {
+  bool wide = project::GetFlag(FLAGS_wide) > 0.0;
+  long steps = project::GetFlag(FLAGS_steps);
+  auto h = x.to(torch::kHalf);
+  auto masked = h.masked_fill(h > 0, -1e9);
+  auto unknown = h.masked_fill(h > project::GetFlag(FLAGS_cut), -1e9);
+  return wide ? masked : unknown;
+}
