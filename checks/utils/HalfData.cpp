@@ -279,19 +279,6 @@ bool isSquareOfStatistic(const CallExpr &Call, ASTContext &Ctx) {
   return S && S->Node == &Call && meanOf(Call, Ctx);
 }
 
-/// The first node of type Node in E, outside the calls E makes (their arguments are other
-/// values).
-template <typename Node> static const Node *firstOutsideCalls(const Expr *E) {
-  const Node *Found = nullptr;
-  visitDescendants(E, [&](const Stmt *S) {
-    if (Found)
-      return false;
-    Found = dyn_cast<Node>(S);
-    return !Found && !isa<CallExpr>(S);
-  });
-  return Found;
-}
-
 /// How many dimensions a written list names: `{1, 2, 3}` at the call, or held by a local or a
 /// parameter whose every known value is such a list (its default argument and what the unit's
 /// calls pass). std::nullopt when any of them is not a list written out.

@@ -20,10 +20,13 @@ namespace {
 /// How many expressions one knownFormat question may read: locals with several values and
 /// callers that agree make the walk a tree, which a generated function could make huge.
 constexpr int MaxFormatSteps = 4096;
+/// A scheduler's betas pass through a dozen locals and two helpers before the op that reads
+/// them; the step budget, not the depth, bounds the work.
+constexpr int MaxFormatDepth = 48;
 } // namespace
 
 std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth) const {
-  if (!E || Depth > 16 || ++FormatSteps > MaxFormatSteps)
+  if (!E || Depth > MaxFormatDepth || ++FormatSteps > MaxFormatSteps)
     return std::nullopt;
   E = ignoreConversions(E);
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
@@ -96,6 +99,19 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
     return D;
   if (isDefaultDtypeFactory(*TC))
     return Format::FP32;
+  // torch::cat({a, b}), torch::stack({..}): the format every listed tensor agrees on.
+  if (TC->Name == "cat" || TC->Name == "stack" || TC->Name == "concat")
+    if (const auto *List =
+            TC->Args.empty() ? nullptr : firstOutsideCalls<InitListExpr>(TC->Args.front())) {
+      std::optional<Format> Agreed;
+      for (const Expr *Element : List->inits()) {
+        auto F = knownFormatImpl(Element, Depth + 1);
+        if (!F || (Agreed && F != Agreed))
+          return std::nullopt;
+        Agreed = F;
+      }
+      return Agreed;
+    }
   // Where autocast is on, an op of its fp32 list returns fp32 whatever its input
   // (autocast_mode.cpp: fp32, fp32_set_opt_dtype): a softmax's probabilities, a norm.
   if (const kb::Op *Op = KB ? lookupOp(*TC, *KB) : nullptr) {

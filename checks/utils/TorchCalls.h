@@ -100,6 +100,19 @@ const Expr *ignoreConversions(const Expr *E);
 /// Calls Fn on S and every statement below it; Fn returns false to prune.
 void visitDescendants(const Stmt *S, const std::function<bool(const Stmt *)> &Fn);
 
+/// The first node of type Node in E, outside the calls E makes (their arguments are other
+/// values).
+template <typename Node> const Node *firstOutsideCalls(const Expr *E) {
+  const Node *Found = nullptr;
+  visitDescendants(E, [&](const Stmt *S) {
+    if (Found)
+      return false;
+    Found = dyn_cast<Node>(S);
+    return !Found && !isa<CallExpr>(S);
+  });
+  return Found;
+}
+
 } // namespace tidy::mpnanny
 } // namespace clang
 

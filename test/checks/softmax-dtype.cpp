@@ -125,6 +125,8 @@ struct HalfSchedulerImpl : torch::nn::Module {
       betas = torch::randn({n}, torch::kFloat32);
     if (n > 10)
       betas = betas * betas;
+    if (n > 100)
+      betas = rescale(betas);
     auto safe = torch::cumprod(1.0f - betas, 0);
     torch::Tensor mixed;
     if (linear)
@@ -134,6 +136,11 @@ struct HalfSchedulerImpl : torch::nn::Module {
     auto risky = torch::cumprod(1.0f - mixed, 0);
 // CHECK: :[[@LINE-1]]:18: warning: torch::cumprod in fp16{{.*}} [mpnanny-softmax-dtype]
     return safe + risky;
+  }
+  // Through a helper whose result a cat builds from values of its fp32 argument.
+  torch::Tensor rescale(const torch::Tensor &betas) {
+    auto alphas = torch::cumprod(1.0f - betas, 0);
+    return 1.0f - torch::cat({alphas, alphas * 0.5f});
   }
 };
 TORCH_MODULE(HalfScheduler);
