@@ -176,7 +176,7 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
     else if (const auto *RD = T->getAsCXXRecordDecl())
       What = RD->getQualifiedNameAsString() + "::step";
   }
-  Subject About{Call, nullptr, "precision-loss", kb::toString(kb::Severity::Warning),
+  Subject About{Call, nullptr, kb::RiskKind::PrecisionLoss, kb::Severity::Warning,
                 kb::toString(Why.Value)};
   report(Ctx, About, Call->getExprLoc(),
          What + " updates the weights while the " + kb::toString(Why.Value) +

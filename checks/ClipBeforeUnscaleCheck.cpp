@@ -128,7 +128,7 @@ void ClipBeforeUnscaleCheck::check(const MatchFinder::MatchResult &Result) {
   // The scale the code shows (a static scale of 1024), else GradScaler's default.
   std::optional<double> Scale = visibleLossScale(*BackwardLoss, Ctx);
   std::string ScaleText = Scale ? formatNumber(*Scale) + " here" : std::string("65536 by default");
-  Subject About{Clip, nullptr, "precision-loss", kb::toString(kb::Severity::Warning),
+  Subject About{Clip, nullptr, kb::RiskKind::PrecisionLoss, kb::Severity::Warning,
                 kb::toString(Why.Value)};
   report(Ctx, About, Clip->getExprLoc(),
          Spelled + " clips gradients that are still multiplied by the loss scale (" + ScaleText +

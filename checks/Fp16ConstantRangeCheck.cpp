@@ -114,9 +114,9 @@ void Fp16ConstantRangeCheck::checkValueArguments(const CallExpr &Call, ASTContex
     });
     if (!V)
       continue;
-    Subject About{&Call, Op, "", kb::toString(kb::Severity::Warning), Name};
+    Subject About{&Call, Op, kb::RiskKind::Overflow, kb::Severity::Warning, Name};
     if (overflows(V->Value, *Format)) {
-      About.Risk = "overflow";
+      About.Risk = kb::RiskKind::Overflow;
       report(Ctx, About, Arg->getBeginLoc(),
              TC->spelled() + " " + VA.Role + " value " + spelled(*V) +
                  " cannot be represented in " + Name + " (largest finite value " +
@@ -129,7 +129,7 @@ void Fp16ConstantRangeCheck::checkValueArguments(const CallExpr &Call, ASTContex
                        ", or upcast with .to(torch::kFloat) first",
              Why);
     } else {
-      About.Risk = "underflow";
+      About.Risk = kb::RiskKind::Underflow;
       report(Ctx, About, Arg->getBeginLoc(),
              TC->spelled() + " " + VA.Role + " value " + spelled(*V) + " rounds to 0 in " + Name +
                  " (smallest subnormal " + formatNumber(Limits.MinSubnormal) + ")",
@@ -160,7 +160,7 @@ void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, AS
     return;
   const FormatLimits &Limits = limitsOf(Format);
   std::string Spelled = Option->Class + "::" + Option->Setter;
-  Subject About{&Call, nullptr, "underflow", kb::toString(kb::Severity::Warning),
+  Subject About{&Call, nullptr, kb::RiskKind::Underflow, kb::Severity::Warning,
                 kb::toString(Format)};
   if (flushesToZero(V->Value, Format))
     report(Ctx, About, Call.getArg(0)->getBeginLoc(),
@@ -171,7 +171,7 @@ void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, AS
                ", or keep fp32 master weights and optimizer state",
            Why);
   else
-    report(Ctx, (About.Risk = "overflow", About), Call.getArg(0)->getBeginLoc(),
+    report(Ctx, (About.Risk = kb::RiskKind::Overflow, About), Call.getArg(0)->getBeginLoc(),
            Spelled + "(" + spelled(*V) + ") cannot be represented in " + kb::toString(Format) +
                " (largest finite value " + formatNumber(Limits.Max) + ")",
            "use a value within the format's range", Why);
@@ -263,8 +263,9 @@ void Fp16ConstantRangeCheck::checkOptionDefaults(const Expr &Call,
         continue;
       const char *Name = kb::toString(*Format);
       std::string Spelled = Option.Class + "::" + Option.Setter;
-      Subject About{&Call, nullptr, flushesToZero(V, *Format) ? "underflow" : "overflow",
-                    kb::toString(kb::Severity::Warning), Name};
+      Subject About{&Call, nullptr,
+                    flushesToZero(V, *Format) ? kb::RiskKind::Underflow : kb::RiskKind::Overflow,
+                    kb::Severity::Warning, Name};
       SourceLocation At =
           isa<CXXDefaultArgExpr>(Arg->IgnoreImplicit()) ? Call.getBeginLoc() : Arg->getBeginLoc();
       report(Ctx, About, At,
@@ -315,8 +316,7 @@ void Fp16ConstantRangeCheck::checkEpsilonAddition(const CXXOperatorCallExpr &Op,
   auto V = hazardousValue(Constant, Ctx, [&](double X) { return flushesToZero(X, Format); });
   if (!V)
     return;
-  Subject About{&Op, nullptr, "underflow", kb::toString(kb::Severity::Warning),
-                kb::toString(Format)};
+  Subject About{&Op, nullptr, kb::RiskKind::Underflow, kb::Severity::Warning, kb::toString(Format)};
   report(Ctx, About, Constant->getBeginLoc(),
          "adding " + spelled(*V) + " to a " + kb::toString(Format) +
              " tensor is no protection: the sum rounds back to 0 where the tensor is 0 (" +
@@ -373,7 +373,7 @@ void Fp16ConstantRangeCheck::checkOutOfRangeOperand(const CXXOperatorCallExpr &O
   const char *Name = kb::toString(Format);
   std::string Value = spelled(*V);
   std::string Limit = formatNumber(limitsOf(Format).Max);
-  Subject About{&Op, nullptr, "overflow", kb::toString(kb::Severity::Warning), Name};
+  Subject About{&Op, nullptr, kb::RiskKind::Overflow, kb::Severity::Warning, Name};
   report(Ctx, About, Constant->getBeginLoc(),
          Multiplies
              ? "multiplying a " + std::string(Name) + " tensor by " + Value + ", which " + Name +

@@ -209,10 +209,12 @@ void GradScalerConfigCheck::checkSetting(llvm::StringRef Name, const Expr *Value
   PrecisionReason Why = precisionContext(Ctx).at(At);
   if (Why.Value == kb::Precision::FP32)
     Why = {};
-  Subject About{&At, nullptr, *Which == Setting::GrowthInterval ? "precision-loss" : "overflow",
-                kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)};
+  Subject About{&At, nullptr,
+                *Which == Setting::GrowthInterval ? kb::RiskKind::PrecisionLoss
+                                                  : kb::RiskKind::Overflow,
+                kb::Severity::Warning, kb::toString(kb::Format::FP16)};
   if (*Which == Setting::InitScale && *V < 1)
-    About.Risk = "underflow";
+    About.Risk = kb::RiskKind::Underflow;
   report(Ctx, About, Value->getBeginLoc(), Message, Defaults, Why);
 }
 
@@ -231,7 +233,7 @@ void GradScalerConfigCheck::checkStaticScale(const Expr &Product, const Expr *Te
     return;
   if (Known == kb::Format::FP16 && Why.Value != kb::Precision::FP16)
     Why = {kb::Precision::FP16, Tensor->getBeginLoc(), "this tensor is fp16"};
-  Subject About{&Product, nullptr, "overflow", kb::toString(kb::Severity::Warning),
+  Subject About{&Product, nullptr, kb::RiskKind::Overflow, kb::Severity::Warning,
                 kb::toString(kb::Format::FP16)};
   report(Ctx, About, Factor->getBeginLoc(),
          "static loss scale " + formatNumber(*V) +
@@ -267,7 +269,7 @@ void GradScalerConfigCheck::checkUnscale(const CXXMemberCallExpr &Call, ASTConte
   auto Format = parameterFormat(Params, *F, Context, Ctx);
   if (!Format || Format->Value != kb::Format::FP16)
     return;
-  Subject About{&Call, nullptr, "banned", kb::toString(kb::Severity::Error),
+  Subject About{&Call, nullptr, kb::RiskKind::Banned, kb::Severity::Error,
                 kb::toString(kb::Format::FP16)};
   PrecisionReason Why{kb::Precision::FP16, Format->Where, Format->Why};
   report(Ctx, About, Call.getExprLoc(),

@@ -123,7 +123,7 @@ void LogSoftmaxCheck::check(const MatchFinder::MatchResult &Result) {
         (SoftmaxCall->Kind == Spelling::Function || SoftmaxCall->Kind == Spelling::Method))
       Exact = logSoftmaxFix(*Log, *Found->Softmax, Ctx);
   }
-  Subject About{Call, Op, "underflow", kb::toString(kb::Severity::Warning), FormatName};
+  Subject About{Call, Op, kb::RiskKind::Underflow, kb::Severity::Warning, FormatName};
   report(Ctx, About, Call->getExprLoc(), Message, Fix, Why, Exact);
 }
 

@@ -138,7 +138,7 @@ void LossInHalfCheck::checkReducedTotal(const CallExpr &Call, ASTContext &Ctx) {
       continue;
     std::string PrecisionName = kb::toString(*Format);
     std::string Spelled = TC->spelled();
-    report(Ctx, Subject{&Call, Op, "overflow", kb::toString(kb::Severity::Warning), PrecisionName},
+    report(Ctx, Subject{&Call, Op, kb::RiskKind::Overflow, kb::Severity::Warning, PrecisionName},
            Call.getExprLoc(), expand(R.Message, Spelled, PrecisionName),
            expand(R.Fix, Spelled, PrecisionName), Why);
     return;
@@ -228,8 +228,8 @@ void LossInHalfCheck::checkHandWritten(const Expr &Value, SourceLocation Loc, ll
                     "(pred.to(torch::kFloat) - target.to(torch::kFloat)).pow(2).mean(), or use "
                     "the built-in loss under autocast, which computes it in fp32";
   report(Ctx,
-         Subject{E, knowledgeBase()->findById(Sum ? "sum" : "mean"), "overflow",
-                 kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)},
+         Subject{E, knowledgeBase()->findById(Sum ? "sum" : "mean"), kb::RiskKind::Overflow,
+                 kb::Severity::Warning, kb::toString(kb::Format::FP16)},
          Loc, Message, Fix, Why);
 }
 

@@ -66,7 +66,7 @@ void MasterWeightsCheck::check(const MatchFinder::MatchResult &Result) {
     Optimizer = RD->getQualifiedNameAsString();
   bool Bf16 = Format->Value == kb::Format::BF16;
   const char *Name = kb::toString(Format->Value);
-  Subject About{Construction, nullptr, "precision-loss", kb::toString(kb::Severity::Warning), Name};
+  Subject About{Construction, nullptr, kb::RiskKind::PrecisionLoss, kb::Severity::Warning, Name};
   PrecisionReason Why{Bf16 ? kb::Precision::BF16 : kb::Precision::FP16, Format->Where, Format->Why};
   report(Ctx, About, Construction->getBeginLoc(),
          Optimizer + " updates " + Name +

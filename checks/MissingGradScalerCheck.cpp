@@ -55,7 +55,7 @@ void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
   // its regions end.
   bool SwitchedOnInCode = AtBackward.Where.isValid() || AtBackward.Elsewhere.valid();
   if (kb::isAutocast(AtBackward.Value) && SwitchedOnInCode) {
-    Subject About{Call, nullptr, "precision-loss", kb::toString(kb::Severity::Warning),
+    Subject About{Call, nullptr, kb::RiskKind::PrecisionLoss, kb::Severity::Warning,
                   kb::toString(AtBackward.Value)};
     report(Ctx, About, Call->getExprLoc(),
            Spelled + "() runs while " + kb::toString(AtBackward.Value) +
@@ -107,7 +107,7 @@ void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
       return;
     Producer = *Fp16;
   }
-  Subject About{Call, nullptr, "underflow", kb::toString(kb::Severity::Warning),
+  Subject About{Call, nullptr, kb::RiskKind::Underflow, kb::Severity::Warning,
                 kb::toString(kb::Format::FP16)};
   report(Ctx, About, Call->getExprLoc(),
          Spelled + "() on a loss whose forward ran in " + kb::toString(Producer.Value) +

@@ -183,7 +183,7 @@ void NaiveSoftmaxCheck::checkDivision(const Expr &Division, const Expr *Numerato
                         "inf / inf is NaN";
   if (Arg.isBoundedAbove())
     Message += "; here x reaches " + formatNumber(Arg.Hi);
-  Subject About{&Division, KB.findById("exp"), "overflow", kb::toString(kb::Severity::Warning),
+  Subject About{&Division, KB.findById("exp"), kb::RiskKind::Overflow, kb::Severity::Warning,
                 kb::toString(kb::Format::FP16)};
   report(Ctx, About, Division.getExprLoc(), Message,
          "use torch::softmax(x, dim) (it subtracts the row maximum), or shift first: "

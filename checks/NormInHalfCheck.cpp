@@ -141,9 +141,8 @@ void NormInHalfCheck::checkConversion(const CXXMemberCallExpr &To, ASTContext &C
     std::string Spelled = "torch::nn::" + RD->getName().drop_back(4).str();
     PrecisionReason Why{*Format == kb::Format::FP16 ? kb::Precision::FP16 : kb::Precision::BF16,
                         SourceLocation(), ""};
-    report(Ctx,
-           Subject{&To, Op, kb::toString(R.Kind), kb::toString(R.Level), kb::toString(*Format)},
-           To.getExprLoc(), expand(R.Message, Spelled, kb::toString(*Format)),
+    report(Ctx, Subject{&To, Op, R.Kind, R.Level, kb::toString(*Format)}, To.getExprLoc(),
+           expand(R.Message, Spelled, kb::toString(*Format)),
            expand(R.Fix, Spelled, kb::toString(*Format)), Why);
     return;
   }
@@ -173,8 +172,7 @@ void NormInHalfCheck::onEndOfTranslationUnit() {
       std::string Message = "member '" + Field->getNameAsString() +
                             "': " + expand(R.Message, Spelled, kb::toString(*Format));
       report(*Context,
-             Subject{Field->getInClassInitializer(), Op, kb::toString(R.Kind),
-                     kb::toString(R.Level), kb::toString(*Format)},
+             Subject{Field->getInClassInitializer(), Op, R.Kind, R.Level, kb::toString(*Format)},
              Field->getLocation(), Message, expand(R.Fix, Spelled, kb::toString(*Format)), Why);
       break;
     }
@@ -235,8 +233,8 @@ void NormInHalfCheck::checkStatistic(const CallExpr &Mean, ASTContext &Ctx) {
                     "the normalized result back with .to(x.scalar_type()); a dtype on mean() "
                     "comes too late, the square is already inf";
   report(Ctx,
-         Subject{&Mean, knowledgeBase()->findById("mean"), "overflow",
-                 kb::toString(kb::Severity::Warning), kb::toString(kb::Format::FP16)},
+         Subject{&Mean, knowledgeBase()->findById("mean"), kb::RiskKind::Overflow,
+                 kb::Severity::Warning, kb::toString(kb::Format::FP16)},
          Mean.getExprLoc(), Message, Fix, Why);
 }
 

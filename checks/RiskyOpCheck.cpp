@@ -71,23 +71,9 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
       return;
   }
 
-  const kb::Risk *Hit = nullptr;
-  for (const kb::Risk &R : Op->Risks) {
-    // Note-level risks are documentation (the knowledge pages show them), not findings:
-    // a linter that warns about every bf16 sum gets switched off.
-    if (R.Level == kb::Severity::Note)
-      continue;
-    // A banned op raises only under autocast; elsewhere its other risks apply.
-    bool Applies =
-        R.Kind == kb::RiskKind::Banned
-            ? !Format
-            : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) != R.Formats.end();
-    if (Applies) {
-      Hit = &R;
-      break;
-    }
-  }
-  if (!Hit)
+  auto Hit = std::find_if(Op->Risks.begin(), Op->Risks.end(),
+                          [&](const kb::Risk &R) { return R.appliesIn(Format); });
+  if (Hit == Op->Risks.end())
     return;
   // (1 - sigmoid(h)).pow(2), tanh(h).pow(2), h.clamp(-10, 10).pow(2): the range analysis
   // proves the result finite in the format (it widens a result past the format's largest
@@ -114,7 +100,7 @@ void RiskyOpCheck::check(const MatchFinder::MatchResult &Result) {
   }
   std::string PrecisionName = Format ? kb::toString(*Format) : kb::toString(Why.Value);
   std::string Spelled = TC->spelled();
-  Subject About{Call, Op, kb::toString(Hit->Kind), kb::toString(Hit->Level), PrecisionName};
+  Subject About{Call, Op, Hit->Kind, Hit->Level, PrecisionName};
   report(*Result.Context, About, Call->getExprLoc(), expand(Hit->Message, Spelled, PrecisionName),
          expand(Hit->Fix, Spelled, PrecisionName), Why);
 }

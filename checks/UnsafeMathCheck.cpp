@@ -46,7 +46,7 @@ std::string twoDecimals(double V) {
 /// What goes wrong when the argument of Kind lies in Arg ("" when nothing does); may add to
 /// Guard, and sets Risk for a result that overflows rather than leaves the domain.
 std::string domainHazard(MathKind Kind, const Interval &Arg, const std::string &Spelled,
-                         const char *Name, std::string &Guard, std::string &Risk) {
+                         const char *Name, std::string &Guard, kb::RiskKind &Risk) {
   std::string Message;
   if (Arg.mayBeNegative() &&
       (Kind == MathKind::Log || Kind == MathKind::Sqrt || Kind == MathKind::Rsqrt)) {
@@ -75,7 +75,7 @@ std::string domainHazard(MathKind Kind, const Interval &Arg, const std::string &
                 withOrigin(Arg) +
                 (Kind == MathKind::Reciprocal ? ", and 1 / 0 = inf"
                                               : ", and a negative power of 0 is inf");
-      Risk = "overflow";
+      Risk = kb::RiskKind::Overflow;
       break;
     default: return "";
     }
@@ -180,7 +180,7 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
   std::string Guard = "keep it positive: add or clamp_min an eps of at least " +
                       formatNumber(L.MinNormal) + " (" + Name +
                       "'s smallest normal), or compute in fp32 with .to(torch::kFloat)";
-  Subject About{Call, Op, "domain", kb::toString(kb::Severity::Warning), Name};
+  Subject About{Call, Op, kb::RiskKind::Domain, kb::Severity::Warning, Name};
   std::string Message = domainHazard(*Kind, Arg, Spelled, Name, Guard, About.Risk);
   if (Message.empty())
     return;
@@ -199,7 +199,7 @@ void UnsafeMathCheck::checkExp(const CallExpr &Call, const TorchCall &TC, const 
   std::string Fix = "subtract the maximum first (x - x.amax(dim, true)), keep the argument "
                     "below " +
                     twoDecimals(Limit) + ", or compute in fp32: torch::exp(x.to(torch::kFloat))";
-  Subject About{&Call, &Op, "overflow", kb::toString(kb::Severity::Warning), Name};
+  Subject About{&Call, &Op, kb::RiskKind::Overflow, kb::Severity::Warning, Name};
   if (Arg.isBoundedAbove()) {
     report(Ctx, About, Call.getExprLoc(),
            Spelled + " in " + Name + " overflows to inf: its argument reaches " +
@@ -248,8 +248,8 @@ void UnsafeMathCheck::checkDivision(const Expr &Division, const Expr &Divisor, A
   if (F == kb::Format::FP32)
     return;
   const char *Name = kb::toString(F);
-  Subject About{&Division, knowledgeBase()->findById("div"), "overflow",
-                kb::toString(kb::Severity::Warning), Name};
+  Subject About{&Division, knowledgeBase()->findById("div"), kb::RiskKind::Overflow,
+                kb::Severity::Warning, Name};
   report(Ctx, About, Division.getExprLoc(),
          "division by a value that may be 0 in " + std::string(Name) + ": the divisor lies in " +
              withOrigin(D) + ", and x / 0 is inf (0 / 0 is NaN)",

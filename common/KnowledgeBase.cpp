@@ -51,6 +51,14 @@ const char *toString(RiskKind K) {
   }
   return "?";
 }
+bool Risk::appliesIn(std::optional<Format> Computed) const {
+  if (Level == Severity::Note)
+    return false;
+  if (Kind == RiskKind::Banned)
+    return !Computed;
+  return Computed && std::find(Formats.begin(), Formats.end(), *Computed) != Formats.end();
+}
+
 bool isAutocast(Precision P) {
   return P == Precision::AutocastFP16 || P == Precision::AutocastBF16;
 }

@@ -58,6 +58,12 @@ struct Risk {
   /// in its function (prefix-sum, log, divisor, threshold): fp16 probabilities are fine as
   /// attention weights and fatal in a top-p cumsum.
   std::vector<std::string> Uses;
+
+  /// Whether the risk is a finding for a call computed in Computed (none: autocast bans the
+  /// op there). A note-level risk is documentation, not a finding (a linter that warns about
+  /// every bf16 sum gets switched off); a banned op's risk applies only where autocast bans it;
+  /// any other risk where Computed is one of its formats.
+  bool appliesIn(std::optional<Format> Computed) const;
 };
 
 /// An argument of an op that takes a literal the target format must hold.

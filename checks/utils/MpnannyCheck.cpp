@@ -230,8 +230,8 @@ void MpnannyCheck::report(ASTContext &Ctx, const Subject &About, SourceLocation 
   Detail.Expression = normalizedText(About.Node, Ctx);
   if (About.Op)
     Detail.AtenOps = About.Op->Aten;
-  Detail.Risk = About.Risk;
-  Detail.Severity = About.Severity;
+  Detail.Risk = kb::toString(About.Risk);
+  Detail.Severity = kb::toString(About.Severity);
   Detail.Precision = About.Format;
   Detail.Fix = Fix.str();
   ::mpnanny::FindingLog::record(std::move(Detail));

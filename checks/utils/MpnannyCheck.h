@@ -48,8 +48,8 @@ protected:
   struct Subject {
     const Stmt *Node = nullptr; ///< the flagged expression
     const kb::Op *Op = nullptr; ///< its knowledge-base entry, for the ATen ops
-    std::string Risk;           ///< overflow, underflow, precision-loss, domain, banned
-    std::string Severity = kb::toString(kb::Severity::Warning);
+    kb::RiskKind Risk = kb::RiskKind::Overflow;
+    kb::Severity Severity = kb::Severity::Warning;
     std::string Format; ///< the format the code computes in
   };
 

@@ -34,13 +34,7 @@ std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &C
       return std::nullopt;
   }
   for (const kb::Risk &R : Op->Risks) {
-    if (R.Level == kb::Severity::Note)
-      continue;
-    bool Applies =
-        R.Kind == kb::RiskKind::Banned
-            ? !Format
-            : Format && std::find(R.Formats.begin(), R.Formats.end(), *Format) != R.Formats.end();
-    if (!Applies)
+    if (!R.appliesIn(Format))
       continue;
     // Counts and masks reduce exactly, whatever the precision around them. Asked last: the
     // answer may read the whole function that declares the tensor.
@@ -63,8 +57,7 @@ void OwnedOpCheck::reportOwned(const OwnedCall &Found, ASTContext &Ctx) {
   std::string PrecisionName =
       Found.Format ? kb::toString(*Found.Format) : kb::toString(Found.Why.Value);
   std::string Spelled = Found.Call.spelled();
-  Subject About{Found.Call.Call, Found.Op, kb::toString(Found.Risk->Kind),
-                kb::toString(Found.Risk->Level), PrecisionName};
+  Subject About{Found.Call.Call, Found.Op, Found.Risk->Kind, Found.Risk->Level, PrecisionName};
   std::string Message = expand(Found.Risk->Message, Spelled, PrecisionName);
   if (Found.Use) {
     static const char *const Phrase[] = {"a cumsum", "a log", "a division", "a comparison"};
