@@ -131,7 +131,7 @@ std::optional<Format> PrecisionContext::agreedFormat(const VarDecl &Var, int Dep
   // kFloat32).clone(); betas = rescale(betas);`: no one value reaches a later read, but every
   // value the function gives the local has one format. The values that read the local
   // itself are judged with the format the others agree on.
-  const std::vector<const Expr *> *Values =
+  const std::optional<std::vector<const Expr *>> Values =
       ValueFlow::get(Ctx).valuesGivenTo(Var, /*InPlaceOps=*/false);
   if (!Values || Values->empty())
     return std::nullopt;

@@ -30,8 +30,16 @@ struct ValueFlow::Index {
   llvm::DenseSet<const FieldDecl *> MemberChangedInPlace;
   llvm::DenseMap<const VarDecl *, bool> Mutated;
   llvm::DenseSet<const Stmt *> WalkedBodies;
-  /// valuesGivenTo's answers, by local and InPlaceOps; an empty optional for "changed another way".
-  std::map<std::pair<const VarDecl *, bool>, std::optional<std::vector<const Expr *>>> GivenValues;
+  /// What one function body does to its locals, for valuesGivenTo: the values each is given by
+  /// `x = value;`, how many of its writes those (and, without in-place ops, compound
+  /// assignments) account for, and how many writes forEachWrite sees.
+  struct BodyWrites {
+    llvm::DenseMap<const ValueDecl *, std::vector<const Expr *>> Assigned;
+    llvm::DenseMap<const ValueDecl *, int> Followed, Writes;
+  };
+  /// By function body and InPlaceOps: one walk of a body answers every local in it (a walk per
+  /// local is n^2 steps over a generated function).
+  std::map<std::pair<const Stmt *, bool>, BodyWrites> WritesInBody;
 };
 
 namespace {
@@ -230,47 +238,48 @@ const Expr *ValueFlow::stableInitializer(const VarDecl *Var) const {
   return Var->getInit();
 }
 
-const std::vector<const Expr *> *ValueFlow::valuesGivenTo(const VarDecl &Var,
-                                                          bool InPlaceOps) const {
-  index();
-  auto [It, New] = Indexed->GivenValues.try_emplace({&Var, InPlaceOps});
-  std::optional<std::vector<const Expr *>> &Given = It->second;
-  if (!New)
-    return Given ? &*Given : nullptr;
+std::optional<std::vector<const Expr *>> ValueFlow::valuesGivenTo(const VarDecl &Var,
+                                                                  bool InPlaceOps) const {
   const auto *FD = dyn_cast_or_null<FunctionDecl>(Var.getParentFunctionOrMethod());
   const Stmt *Body = FD ? FD->getBody() : nullptr;
   if (!Body || !Var.isLocalVarDecl() || Var.getType()->isReferenceType())
-    return nullptr;
+    return std::nullopt;
+  index();
+  auto [It, New] = Indexed->WritesInBody.try_emplace({Body, InPlaceOps});
+  Index::BodyWrites &W = It->second;
+  if (New) {
+    visitDescendants(Body, [&](const Stmt *S) {
+      const auto *Op = dyn_cast<CXXOperatorCallExpr>(S);
+      const auto *BO = dyn_cast<BinaryOperator>(S);
+      if (!(Op && Op->isAssignmentOp() && Op->getNumArgs() == 2) && !(BO && BO->isAssignmentOp()))
+        return true;
+      const ValueDecl *Target = namedValue(Op ? Op->getArg(0) : BO->getLHS());
+      if (!Target)
+        return true;
+      if (const Expr *Value = assignedValue(S, Target)) {
+        W.Assigned[Target].push_back(Value);
+        ++W.Followed[Target];
+      } else if (!InPlaceOps) {
+        ++W.Followed[Target]; // `x += y`: changes x in place
+      }
+      return true;
+    });
+    forEachWrite(
+        Body, [&](const ValueDecl *D) { ++W.Writes[D]; }, InPlaceOps);
+  }
+  // Each write forEachWrite sees must be one of the assignments collected, or a compound
+  // assignment (an in-place op on a tensor); any other write is not followed.
+  if (W.Writes.lookup(&Var) != W.Followed.lookup(&Var))
+    return std::nullopt;
   std::vector<const Expr *> Values;
   if (const Expr *Init = Var.getInit()) {
     const auto *Construct = dyn_cast<CXXConstructExpr>(Init->IgnoreImplicit());
     if (!Construct || Construct->getNumArgs() > 0)
       Values.push_back(Init);
   }
-  // Each write forEachWrite sees must be one of the assignments collected here, or a
-  // compound assignment (an in-place op on a tensor); any other write is not followed.
-  int Followed = 0;
-  visitDescendants(Body, [&](const Stmt *S) {
-    const auto *Op = dyn_cast<CXXOperatorCallExpr>(S);
-    const auto *BO = dyn_cast<BinaryOperator>(S);
-    if (!(Op && Op->isAssignmentOp() && Op->getNumArgs() == 2) && !(BO && BO->isAssignmentOp()))
-      return true;
-    if (namedValue(Op ? Op->getArg(0) : BO->getLHS()) != &Var)
-      return true;
-    if (const Expr *Value = assignedValue(S, &Var)) {
-      Values.push_back(Value);
-      ++Followed;
-    } else if (!InPlaceOps) {
-      ++Followed; // `x += y`: changes x in place
-    }
-    return true;
-  });
-  int Writes = 0;
-  forEachWrite(
-      Body, [&](const ValueDecl *D) { Writes += D == &Var; }, InPlaceOps);
-  if (Writes == Followed)
-    Given = std::move(Values);
-  return Given ? &*Given : nullptr;
+  if (auto Assigned = W.Assigned.find(&Var); Assigned != W.Assigned.end())
+    Values.insert(Values.end(), Assigned->second.begin(), Assigned->second.end());
+  return Values;
 }
 
 const Expr *ValueFlow::reachingValue(const Expr *Use, bool InPlaceOps) const {

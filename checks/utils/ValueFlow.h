@@ -74,7 +74,7 @@ public:
   /// it). Compound assignments and, when InPlaceOps is false, in-place ops are left out;
   /// nullopt when the function may change it another way (a non-const reference, its address,
   /// a by-reference capture).
-  const std::vector<const Expr *> *valuesGivenTo(const VarDecl &Var, bool InPlaceOps) const;
+  std::optional<std::vector<const Expr *>> valuesGivenTo(const VarDecl &Var, bool InPlaceOps) const;
   /// The calls (and constructions) of F in this unit's user code.
   const std::vector<const Expr *> &callsOf(const FunctionDecl &F) const;
   /// What every call of Param's function in this unit passes for it; nullopt when the unit
