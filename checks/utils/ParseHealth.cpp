@@ -4,6 +4,7 @@
 #include "FindingLog.h"
 #include "LlvmCompat.h"
 #include "PrecisionContext.h"
+#include "TorchCalls.h"
 #include "clang/Basic/Diagnostic.h"
 #include "clang/Basic/SourceManager.h"
 #include "llvm/ADT/DenseMap.h"
@@ -89,26 +90,93 @@ private:
 
 thread_local const DiagnosticConsumer *Installed = nullptr;
 
-/// `bool wide = absl::GetFlag(FLAGS_wide) > 0;` with absl's header missing: the error leaves
-/// one number or flag unknown, as a value read at run time is, and touches no tensor, so the
-/// statements after it keep a whole AST. (An expression that holds the error is still not
-/// reported, nor one that uses a declaration Sema rejected.)
-bool onlyDeclaresScalars(const Stmt &S) {
-  const auto *DS = dyn_cast<DeclStmt>(&S);
-  if (!DS)
-    return false;
-  for (const Decl *D : DS->decls()) {
-    const auto *Var = dyn_cast<VarDecl>(D);
-    // `ProjectConfig config(h);` with the type's header missing is an invalid int.
-    if (!Var || Var->isInvalidDecl() || Var->getType()->isReferenceType() ||
-        !Var->getType()->isArithmeticType())
+/// Whether an expression that holds an error may have meant to touch LibTorch state: it names
+/// a value, or calls a function or a method, whose type may carry a tensor, a module or a dtype.
+/// A local whose `auto` type an error left undeduced holds what its initializer gave.
+bool mayTouchTorch(const Expr &E, int Depth = 0) {
+  if (Depth > 8 || (!E.getType()->isDependentType() && mayCarryTorchState(E.getType())))
+    return true;
+  bool Touches = false;
+  visitDescendants(&E, [&](const Stmt *S) {
+    auto Judge = [&](const NamedDecl *D) {
+      if (const auto *Fn = dyn_cast_or_null<FunctionDecl>(D ? D->getAsFunction() : nullptr)) {
+        const auto *Method = dyn_cast<CXXMethodDecl>(Fn);
+        Touches |=
+            mayCarryTorchState(Fn->getReturnType()) ||
+            (Method && mayCarryTorchState(QualType(Method->getParent()->getTypeForDecl(), 0)));
+      } else if (const auto *Var = dyn_cast_or_null<VarDecl>(D);
+                 Var && Var->getType()->isUndeducedType()) {
+        Touches |= !Var->getInit() || mayTouchTorch(*Var->getInit(), Depth + 1);
+      } else if (const auto *Value = dyn_cast_or_null<ValueDecl>(D)) {
+        Touches |= mayCarryTorchState(Value->getType());
+      }
+    };
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(S))
+      Judge(Ref->getDecl());
+    else if (const auto *Member = dyn_cast<MemberExpr>(S))
+      Judge(Member->getMemberDecl());
+    else if (const auto *Overloads = dyn_cast<OverloadExpr>(S))
+      for (const NamedDecl *D : Overloads->decls())
+        Judge(D->getUnderlyingDecl());
+    return !Touches;
+  });
+  return Touches;
+}
+
+/// `std::ifstream file(path);` with <fstream> missing, `bool wide = absl::GetFlag(FLAGS_wide)
+/// > 0;` with absl's header missing: when every error of a statement lies in a declaration or
+/// an expression that touches no tensor, module, optimizer or dtype, the error leaves only
+/// numbers, flags and files unknown, as values read at run time are, and the statements after
+/// it keep a whole AST. (An expression that holds the error is still not reported, nor one that
+/// uses a declaration Sema rejected.) An error in no such part (a statement the parser dropped)
+/// may have hidden anything.
+bool errorsLeaveTorchAlone(const Stmt &Top, const std::vector<const RecordedError *> &Errors,
+                           const SourceManager &SM) {
+  using Range = std::pair<SourceLocation, SourceLocation>;
+  auto RangeOf = [&](SourceRange R) -> Range {
+    return {SM.getExpansionLoc(R.getBegin()), SM.getExpansionRange(R.getEnd()).getEnd()};
+  };
+  auto Covers = [&](const Range &R, const RecordedError *Error) {
+    SourceLocation At = SM.getComposedLoc(Error->File, Error->Offset);
+    return !SM.isBeforeInTranslationUnit(At, R.first) &&
+           !SM.isBeforeInTranslationUnit(R.second, At);
+  };
+  std::vector<Range> Parts;
+  bool Touches = false;
+  visitDescendants(&Top, [&](const Stmt *S) {
+    if (Touches)
       return false;
-  }
-  return true;
+    if (const auto *DS = dyn_cast<DeclStmt>(S)) {
+      // `bool wide = absl::GetFlag(FLAGS_wide) > 0;`: the parser may drop an initializer it
+      // could not read, leaving only the declared variable, whose type says what it holds.
+      Range R = RangeOf(DS->getSourceRange());
+      if (llvm::any_of(Errors, [&](const RecordedError *Error) { return Covers(R, Error); })) {
+        Parts.push_back(R);
+        for (const Decl *D : DS->decls()) {
+          const auto *Var = dyn_cast<VarDecl>(D);
+          QualType T = Var ? Var->getType() : QualType();
+          // `ProjectConfig config(h);`: a type name Sema did not know becomes int, and the
+          // real type is unknown; an undeduced `auto` is judged by its initializer, below.
+          Touches |= !Var || (Var->isInvalidDecl() && T->isBuiltinType()) ||
+                     (T->isUndeducedType() ? !Var->getInit() : mayCarryTorchState(T));
+        }
+      }
+      return true;
+    }
+    const auto *E = dyn_cast<Expr>(S);
+    if (!E || !E->containsErrors())
+      return true;
+    Parts.push_back(RangeOf(E->getSourceRange()));
+    Touches |= mayTouchTorch(*E);
+    return false;
+  });
+  return !Touches && llvm::all_of(Errors, [&](const RecordedError *Error) {
+    return llvm::any_of(Parts, [&](const Range &R) { return Covers(R, Error); });
+  });
 }
 
 /// The error from which a function's body is not checked: the earliest error in the first
-/// statement of the body that holds one and does more than declare scalars; an error outside
+/// statement of the body whose errors may touch LibTorch state; an error outside
 /// every statement (in a parameter) cuts the whole body. Null when no error cuts it.
 const RecordedError *firstCut(const FunctionDecl &FD,
                               const std::vector<const RecordedError *> &Errors,
@@ -136,7 +204,7 @@ const RecordedError *firstCut(const FunctionDecl &FD,
       if (!SM.isBeforeInTranslationUnit(At(E), Begin) && !SM.isBeforeInTranslationUnit(End, At(E)))
         Inside.push_back(E);
     Placed.insert(Placed.end(), Inside.begin(), Inside.end());
-    if (!Cut && !Inside.empty() && !onlyDeclaresScalars(*Top))
+    if (!Cut && !Inside.empty() && !errorsLeaveTorchAlone(*Top, Inside, SM))
       Cut = Earliest(Inside);
   }
   std::vector<const RecordedError *> Outside;

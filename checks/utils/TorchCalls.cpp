@@ -5,6 +5,7 @@
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include <algorithm>
@@ -38,6 +39,53 @@ static bool isTensorRecord(const CXXRecordDecl *RD) {
 bool isTensorType(QualType T) {
   T = T.getNonReferenceType().getUnqualifiedType();
   return isTensorRecord(T->getAsCXXRecordDecl());
+}
+
+static bool isLibTorchDecl(const Decl &D) {
+  std::string NS = enclosingNamespaces(D);
+  llvm::StringRef Outer = llvm::StringRef(NS).split("::").first;
+  return Outer == "torch" || Outer == "at" || Outer == "c10";
+}
+
+static bool mayCarryTorchState(QualType T, llvm::SmallPtrSetImpl<const CXXRecordDecl *> &Seen) {
+  if (T.isNull())
+    return true;
+  T = T.getNonReferenceType();
+  while (T->isPointerType() || T->isArrayType() || T->isMemberPointerType())
+    T = T->isArrayType() ? QualType(T->getArrayElementTypeNoTypeQual(), 0) : T->getPointeeType();
+  if (T->isDependentType() || T->containsErrors() || T->isUndeducedType())
+    return true;
+  if (const auto *Enum = T->getAs<EnumType>())
+    return isLibTorchDecl(*Enum->getDecl()); // c10::ScalarType
+  const auto *RD = T->getAsCXXRecordDecl();
+  if (!RD)
+    return false; // a number, a flag, a function type
+  if (!Seen.insert(RD).second)
+    return false;
+  if (isLibTorchDecl(*RD))
+    return true;
+  if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD))
+    for (const TemplateArgument &Arg : Spec->getTemplateArgs().asArray())
+      if (Arg.getKind() == TemplateArgument::Type && mayCarryTorchState(Arg.getAsType(), Seen))
+        return true;
+  // std's classes hold what their arguments say; their members are implementation.
+  if (RD->isInStdNamespace())
+    return false;
+  const CXXRecordDecl *Def = RD->getDefinition();
+  if (!Def)
+    return true; // a project class whose header is missing: what it holds is unknown
+  for (const CXXBaseSpecifier &Base : Def->bases())
+    if (mayCarryTorchState(Base.getType(), Seen))
+      return true;
+  for (const FieldDecl *Field : Def->fields())
+    if (mayCarryTorchState(Field->getType(), Seen))
+      return true;
+  return false;
+}
+
+bool mayCarryTorchState(QualType T) {
+  llvm::SmallPtrSet<const CXXRecordDecl *, 8> Seen;
+  return mayCarryTorchState(T, Seen);
 }
 
 const CXXRecordDecl *objectRecordOf(const CXXMemberCallExpr &Call) {

@@ -93,6 +93,11 @@ const ValueDecl *namedValue(const Expr *E);
 bool isTensorType(QualType T);
 /// TensorOptions, ScalarType or TypeMeta: a value that can name a dtype.
 bool isOptionsOrDtype(QualType T);
+/// Whether a value of type T can hold or reach LibTorch state (a tensor, a module, an
+/// optimizer, a dtype): a type of torch, at or c10, one derived from one, a template over
+/// one, a pointer to one, or a class of the project with such a member. A type the compiler
+/// could not work out (dependent, or an incomplete class outside std) may.
+bool mayCarryTorchState(QualType T);
 
 /// Strips the implicit nodes that LibTorch's conversions add around an argument.
 const Expr *ignoreConversions(const Expr *E);
