@@ -125,13 +125,6 @@ void LossInHalfCheck::checkReducedTotal(const CallExpr &Call, ASTContext &Ctx) {
   std::optional<kb::Format> Format = PC.computeFormatOf(*TC, Op);
   if (!Format)
     return;
-  // Under autocast an op autocast does not cover follows its input, half only where seen.
-  if (kb::isAutocast(Why.Value) && PC.autocastPolicy(Op, Why) == kb::AutocastPolicy::None &&
-      !explicitDtype(*TC)) {
-    std::optional<kb::Format> Input = TC->Self ? PC.knownFormat(TC->Self) : std::nullopt;
-    if (!Input || !kb::isHalfFormat(*Input))
-      return;
-  }
   for (const kb::Risk &R : Op->Risks) {
     if (R.Kind != kb::RiskKind::Overflow ||
         std::find(R.Formats.begin(), R.Formats.end(), *Format) == R.Formats.end())

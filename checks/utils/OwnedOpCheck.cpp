@@ -23,16 +23,6 @@ std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &C
   if (requestsIntegralDtype(*TC))
     return std::nullopt;
   std::optional<kb::Format> Format = Context.computeFormatOf(*TC, Op);
-  // Under autocast an op autocast does not cover runs in its input's type, which is
-  // half only if the code shows it (the output of a matmul is, a parameter is not).
-  const kb::AutocastPolicy Policy = Context.autocastPolicy(Op, Why);
-  if (Format && kb::isAutocast(Why.Value) &&
-      (Policy == kb::AutocastPolicy::None || Policy == kb::AutocastPolicy::Promote) &&
-      !explicitDtype(*TC)) {
-    std::optional<kb::Format> Input = TC->Self ? Context.knownFormat(TC->Self) : std::nullopt;
-    if (!Input || !kb::isHalfFormat(*Input))
-      return std::nullopt;
-  }
   for (const kb::Risk &R : Op->Risks) {
     if (!R.appliesIn(Format))
       continue;

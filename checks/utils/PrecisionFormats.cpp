@@ -113,13 +113,17 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
       return Agreed;
     }
   // Where autocast is on, an op of its fp32 list returns fp32 whatever its input
-  // (autocast_mode.cpp: fp32, fp32_set_opt_dtype): a softmax's probabilities, a norm.
+  // (autocast_mode.cpp: fp32, fp32_set_opt_dtype): a softmax's probabilities, a norm ...
   if (const kb::Op *Op = KB ? lookupOp(*TC, *KB) : nullptr) {
     PrecisionReason Why = at(*Call);
     kb::AutocastPolicy Policy = autocastPolicy(Op, Why);
     if (kb::isAutocast(Why.Value) &&
         (Policy == kb::AutocastPolicy::FP32 || Policy == kb::AutocastPolicy::FP32UnlessDtype))
       return Format::FP32;
+    // ... and an op of its lower-precision list returns the autocast dtype (lower_precision_fp):
+    // a matmul's, a linear's output.
+    if (kb::isAutocast(Why.Value) && Policy == kb::AutocastPolicy::Lower)
+      return Why.Value == Precision::AutocastFP16 ? Format::FP16 : Format::BF16;
   }
   if (const Expr *Operand = TC->operand())
     return knownFormatImpl(Operand, Depth + 1);
@@ -265,8 +269,11 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
     case kb::AutocastPolicy::FP32: return Format::FP32;
     case kb::AutocastPolicy::FP32UnlessDtype: return Explicit ? *Explicit : Format::FP32;
     case kb::AutocastPolicy::Lower: return Explicit ? *Explicit : Lowered;
+    // An op autocast does not cover runs in its input's type, which is half only where the
+    // code shows it (a matmul's output is; a parameter, a user's tensor or a spectrogram is
+    // not): an input of unknown format is taken to hold LibTorch's default dtype.
     case kb::AutocastPolicy::Promote:
-    case kb::AutocastPolicy::None: return Explicit ? *Explicit : Input ? *Input : Lowered;
+    case kb::AutocastPolicy::None: return Explicit ? *Explicit : Input ? *Input : Format::FP32;
     }
   }
   }
