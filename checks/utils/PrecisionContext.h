@@ -140,6 +140,11 @@ private:
   mutable int FormatSteps = 0;
   /// The format a call of a user function or lambda returns, when all its returns agree.
   std::optional<kb::Format> returnedFormat(const CallExpr &Call, int Depth) const;
+  /// The format a read of a local has after `if (x.scalar_type() != F) x = x.to(F);` above it.
+  std::optional<kb::Format> guardedFormat(const DeclRefExpr &Read, const VarDecl &Var,
+                                          int Depth) const;
+  /// What a call of a function with no body in this unit returns, when its arguments say.
+  std::optional<kb::Format> opaqueCallFormat(const CallExpr &Call, int Depth) const;
 };
 
 } // namespace clang::tidy::mpnanny

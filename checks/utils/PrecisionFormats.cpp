@@ -9,6 +9,7 @@
 
 #include "HalfData.h"
 #include "ValueFlow.h"
+#include "clang/AST/ParentMapContext.h"
 #include "clang/Basic/SourceManager.h"
 
 namespace clang::tidy::mpnanny {
@@ -53,6 +54,8 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
       return std::nullopt;
     if (auto InProgress = FormatsInProgress.find(Var); InProgress != FormatsInProgress.end())
       return InProgress->second;
+    if (auto Guarded = guardedFormat(*Ref, *Var, Depth))
+      return Guarded;
     if (auto Agreed = agreedFormat(*Var, Depth))
       return Agreed;
     if (Var->getInit())
@@ -87,8 +90,11 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
   if (!Call)
     return std::nullopt;
   auto TC = classifyTorchCall(*Call);
-  if (!TC)
-    return returnedFormat(*Call, Depth);
+  if (!TC) {
+    if (auto Returned = returnedFormat(*Call, Depth))
+      return Returned;
+    return opaqueCallFormat(*Call, Depth);
+  }
   if (TC->Name == "half")
     return Format::FP16;
   if (TC->Name == "bfloat16")
@@ -193,6 +199,120 @@ std::optional<Format> PrecisionContext::returnedFormat(const CallExpr &Call, int
     return true;
   });
   return Disagree ? std::nullopt : Agreed;
+}
+
+namespace {
+/// `x.scalar_type() != torch::kFloat32` or `x.dtype() != at::kFloat`: the local compared and
+/// the format it is compared with.
+std::optional<std::pair<const VarDecl *, Format>> dtypeInequality(const Expr *Condition) {
+  Condition = Condition ? Condition->IgnoreParenImpCasts() : nullptr;
+  const Expr *Left = nullptr, *Right = nullptr;
+  if (const auto *Op = dyn_cast_or_null<BinaryOperator>(Condition);
+      Op && Op->getOpcode() == BO_NE) {
+    Left = Op->getLHS();
+    Right = Op->getRHS();
+  } else if (const auto *Call = dyn_cast_or_null<CXXOperatorCallExpr>(Condition);
+             Call && Call->getOperator() == OO_ExclaimEqual && Call->getNumArgs() == 2) {
+    Left = Call->getArg(0);
+    Right = Call->getArg(1);
+  } else {
+    return std::nullopt;
+  }
+  for (int Swap = 0; Swap < 2; ++Swap, std::swap(Left, Right)) {
+    const auto *Member = dyn_cast<CXXMemberCallExpr>(ignoreConversions(Left));
+    const CXXMethodDecl *M = Member ? Member->getMethodDecl() : nullptr;
+    if (!M || !M->getIdentifier() || (M->getName() != "scalar_type" && M->getName() != "dtype"))
+      continue;
+    const auto *Of =
+        dyn_cast<DeclRefExpr>(Member->getImplicitObjectArgument()->IgnoreParenImpCasts());
+    const auto *Var = Of ? dyn_cast<VarDecl>(Of->getDecl()) : nullptr;
+    if (auto F = dtypeNamedIn(Right); Var && F)
+      return std::make_pair(Var, *F);
+  }
+  return std::nullopt;
+}
+} // namespace
+
+std::optional<Format> PrecisionContext::guardedFormat(const DeclRefExpr &Read, const VarDecl &Var,
+                                                      int Depth) const {
+  // `auto gate_input = hidden_states; if (gate_input.scalar_type() != torch::kFloat32)
+  // gate_input = gate_input.to(torch::kFloat32);`: past the guard the local is fp32 on both
+  // paths, provided the guard runs before every read after it (it sits in a block that holds the
+  // read) and nothing after the guard gives the local another value.
+  const auto *Function = dyn_cast_or_null<FunctionDecl>(Var.getDeclContext());
+  if (!Function || !Function->getBody())
+    return std::nullopt;
+  const SourceManager &SM = Ctx.getSourceManager();
+  auto Before = [&](SourceLocation A, SourceLocation B) {
+    return SM.isBeforeInTranslationUnit(SM.getExpansionLoc(A), SM.getExpansionLoc(B));
+  };
+  const IfStmt *Guard = nullptr;
+  Format Guaranteed = Format::FP32;
+  visitDescendants(Function->getBody(), [&](const Stmt *S) {
+    if (isa<LambdaExpr>(S))
+      return false;
+    const auto *If = dyn_cast<IfStmt>(S);
+    if (!If || If->getElse() || !Before(If->getEndLoc(), Read.getBeginLoc()))
+      return true;
+    auto Compared = dtypeInequality(If->getCond());
+    if (!Compared || Compared->first != &Var)
+      return true;
+    auto Parents = Ctx.getParents(*If);
+    const auto *Block = Parents.size() == 1 ? Parents[0].get<CompoundStmt>() : nullptr;
+    if (!Block || Before(Read.getBeginLoc(), Block->getBeginLoc()) ||
+        Before(Block->getEndLoc(), Read.getBeginLoc()))
+      return true;
+    if (!Guard || Before(Guard->getEndLoc(), If->getBeginLoc())) {
+      Guard = If; // the last guard before the read
+      Guaranteed = Compared->second;
+    }
+    return true;
+  });
+  if (!Guard)
+    return std::nullopt;
+  const std::optional<std::vector<const Expr *>> Values =
+      ValueFlow::get(Ctx).valuesGivenTo(Var, /*InPlaceOps=*/false);
+  if (!Values)
+    return std::nullopt;
+  bool GivenInGuard = false;
+  for (const Expr *Value : *Values) {
+    if (Before(Value->getBeginLoc(), Guard->getBeginLoc()))
+      continue;
+    if (Before(Guard->getEndLoc(), Value->getBeginLoc()))
+      return std::nullopt; // given another value after the guard
+    auto F = knownFormatImpl(Value, Depth + 1);
+    if (F != Guaranteed)
+      return std::nullopt;
+    GivenInGuard = true;
+  }
+  return GivenInGuard ? std::optional<Format>(Guaranteed) : std::nullopt;
+}
+
+std::optional<Format> PrecisionContext::opaqueCallFormat(const CallExpr &Call, int Depth) const {
+  // `npu_linear(gate_input_fp32, weight_fp32)`: a kernel of another library, with no body here
+  // and no dtype argument, follows its inputs as ATen's ops do (the result type of their
+  // arguments). Only the fp32 answer is given: a helper named for a conversion
+  // (`to_half(x)`) is the exception, and an answer of half would be a finding.
+  const FunctionDecl *Callee = Call.getDirectCallee();
+  const FunctionDecl *Definition = nullptr;
+  if (!Callee || Callee->hasBody(Definition) || !isTensorType(Callee->getReturnType()) ||
+      !Callee->getIdentifier())
+    return std::nullopt;
+  std::string Name = Callee->getName().lower();
+  for (const char *Conversion : {"half", "16", "bfloat", "quant", "cast", "convert", "low"})
+    if (Name.find(Conversion) != std::string::npos)
+      return std::nullopt;
+  bool SawTensor = false;
+  for (const Expr *Arg : Call.arguments()) {
+    if (isOptionsOrDtype(Arg->getType()))
+      return std::nullopt;
+    if (!isTensorType(Arg->getType()))
+      continue;
+    if (knownFormatImpl(Arg, Depth + 1) != Format::FP32)
+      return std::nullopt;
+    SawTensor = true;
+  }
+  return SawTensor ? std::optional<Format>(Format::FP32) : std::nullopt;
 }
 
 std::optional<Format> PrecisionContext::knownFormat(const Expr *E) const {

@@ -151,3 +151,34 @@ torch::Tensor autocast_log_spectrum(torch::Tensor spectrogram, torch::Tensor bas
   at::autocast::set_enabled(false);
   return log_power + log_projected;
 }
+
+// `if (x.scalar_type() != kFloat32) x = x.to(kFloat32);`: past the guard the local is fp32 on
+// both paths. A guard inside another condition may not run, and a later value counts.
+torch::Tensor guarded_upcast(torch::Tensor x, bool renormalize) {
+  auto h = x.to(torch::kHalf);
+  auto gate_input = torch::matmul(h, h);
+  if (gate_input.scalar_type() != torch::kFloat32) {
+    gate_input = gate_input.to(torch::kFloat32);
+  }
+  auto floor = gate_input.clamp_min(1e-20);
+  auto maybe = torch::matmul(h, h);
+  if (renormalize) {
+    if (maybe.scalar_type() != torch::kFloat)
+      maybe = maybe.to(torch::kFloat);
+  }
+  auto maybe_floor = maybe.clamp_min(1e-20);
+// CHECK: :[[@LINE-1]]:38: warning: Tensor::clamp_min eps value 1e-20 rounds to 0 in fp16{{.*}} [mpnanny-fp16-constant-range]
+  return floor + maybe_floor;
+}
+
+// A kernel of another library, with no body in this unit and no dtype argument, follows its
+// inputs as ATen's ops do: fp32 in, fp32 out. Of half inputs nothing is assumed beyond the code's
+// precision.
+torch::Tensor fused_linear(const torch::Tensor &input, const torch::Tensor &weight);
+torch::Tensor opaque_kernel(torch::Tensor x, torch::Tensor w) {
+  auto h = x.to(torch::kHalf);
+  auto from_fp32 = fused_linear(x.to(torch::kFloat), w.to(torch::kFloat)).clamp_min(1e-20);
+  auto from_half = fused_linear(h, h).clamp_min(1e-20);
+// CHECK: :[[@LINE-1]]:49: warning: Tensor::clamp_min eps value 1e-20 rounds to 0 in fp16{{.*}} [mpnanny-fp16-constant-range]
+  return from_fp32 + from_half;
+}
