@@ -20,24 +20,6 @@ static bool isAutocastSwitch(const CallExpr &Call) {
          llvm::StringRef(Callee->getQualifiedNameAsString()).starts_with("at::autocast::");
 }
 
-/// A loop over a model's parameters (`for (auto &p : model->parameters())`): the
-/// update loop inside a step, not the training loop.
-static bool isParameterLoop(const Stmt &Loop) {
-  const auto *For = dyn_cast<CXXForRangeStmt>(&Loop);
-  if (!For)
-    return false;
-  bool Found = false;
-  visitDescendants(For->getRangeInit(), [&](const Stmt *S) {
-    if (const auto *Call = dyn_cast<CallExpr>(S))
-      if (const FunctionDecl *Callee = Call->getDirectCallee(); Callee && Callee->getIdentifier())
-        Found |= Callee->getName().contains("parameters") || Callee->getName() == "param_groups";
-    if (const auto *Ref = dyn_cast<DeclRefExpr>(S))
-      Found |= Ref->getDecl()->getName().contains_insensitive("param");
-    return !Found;
-  });
-  return Found;
-}
-
 /// The first call under autocast in S, other than the autocast switches themselves:
 /// a forward that fills the cache.
 static const CallExpr *autocastForward(const Stmt *S, const PrecisionContext &Context,
@@ -60,23 +42,6 @@ void AutocastCacheCheck::onStartOfTranslationUnit() {
   MpnannyCheck::onStartOfTranslationUnit();
   CacheDisabled.reset();
   Reported.clear();
-}
-
-/// The training loop around a statement of its function: the innermost loop that
-/// is not the loop over the parameters.
-static const Stmt *trainingLoopAround(const Stmt &S, ASTContext &Ctx) {
-  DynTypedNodeList Parents = Ctx.getParents(S);
-  for (int Depth = 0; Depth < 256 && !Parents.empty(); ++Depth) {
-    const DynTypedNode &P = Parents[0];
-    if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
-      return nullptr;
-    if (const auto *L = P.get<Stmt>())
-      if ((isa<ForStmt>(L) || isa<WhileStmt>(L) || isa<DoStmt>(L) || isa<CXXForRangeStmt>(L)) &&
-          !isParameterLoop(*L))
-        return L;
-    Parents = Ctx.getParents(P);
-  }
-  return nullptr;
 }
 
 bool AutocastCacheCheck::calledInUnclearedLoop(const FunctionDecl &F, ASTContext &Ctx) {

@@ -22,26 +22,6 @@ void MasterWeightsCheck::registerCheckMatchers(MatchFinder *Finder) {
       this);
 }
 
-/// An optimizer built in a constructor's member initializer and assigned again elsewhere in
-/// the unit (`init()` rebuilds it after converting the model): the later one is the optimizer
-/// that trains, and the one judged.
-static bool replacedLater(const Expr &Construction, const FunctionDecl *F, ASTContext &Ctx) {
-  const auto *Ctor = dyn_cast_or_null<CXXConstructorDecl>(F);
-  if (!Ctor)
-    return false;
-  const SourceManager &SM = Ctx.getSourceManager();
-  SourceLocation At = SM.getExpansionLoc(Construction.getBeginLoc());
-  for (const CXXCtorInitializer *Init : Ctor->inits()) {
-    if (!Init->isWritten() || !Init->getMember() || !Init->getInit())
-      continue;
-    SourceRange R = Init->getInit()->getSourceRange();
-    if (!SM.isBeforeInTranslationUnit(At, SM.getExpansionLoc(R.getBegin())) &&
-        !SM.isBeforeInTranslationUnit(SM.getExpansionLoc(R.getEnd()), At))
-      return ValueFlow::get(Ctx).isAssigned(*Init->getMember());
-  }
-  return false;
-}
-
 void MasterWeightsCheck::check(const MatchFinder::MatchResult &Result) {
   ASTContext &Ctx = *Result.Context;
   const Expr *Construction = Result.Nodes.getNodeAs<CXXConstructExpr>("construct");

@@ -236,16 +236,40 @@ const Expr *constructedOptimizerParameters(const Expr *Construction) {
   return nullptr;
 }
 
-std::optional<ParameterFormat>
-optimizerParameterFormat(const Expr *Optimizer, const PrecisionContext &Context, ASTContext &Ctx) {
+bool replacedLater(const Expr &Construction, const FunctionDecl *F, ASTContext &Ctx) {
+  const auto *Ctor = dyn_cast_or_null<CXXConstructorDecl>(F);
+  if (!Ctor)
+    return false;
+  const SourceManager &SM = Ctx.getSourceManager();
+  SourceLocation At = SM.getExpansionLoc(Construction.getBeginLoc());
+  for (const CXXCtorInitializer *Init : Ctor->inits()) {
+    if (!Init->isWritten() || !Init->getMember() || !Init->getInit())
+      continue;
+    SourceRange R = Init->getInit()->getSourceRange();
+    if (!SM.isBeforeInTranslationUnit(At, SM.getExpansionLoc(R.getBegin())) &&
+        !SM.isBeforeInTranslationUnit(SM.getExpansionLoc(R.getEnd()), At))
+      return ValueFlow::get(Ctx).isAssigned(*Init->getMember());
+  }
+  return false;
+}
+
+std::vector<const Expr *> optimizerConstructions(const Expr *Optimizer,
+                                                 const PrecisionContext &Context, ASTContext &Ctx) {
   std::vector<const Expr *> Constructions;
   const ValueDecl *D = rootDeclaration(Optimizer);
   if (const auto *V = dyn_cast_or_null<VarDecl>(D); V && V->isLocalVarDecl() && V->getInit())
     Constructions.push_back(V->getInit());
   else if (const auto *Field = dyn_cast_or_null<FieldDecl>(D))
-    Constructions = ValueFlow::get(Ctx).valuesAssignedTo(*Field);
+    for (const Expr *Value : ValueFlow::get(Ctx).valuesAssignedTo(*Field))
+      if (!replacedLater(*Value, Context.enclosingFunction(*Value), Ctx))
+        Constructions.push_back(Value);
+  return Constructions;
+}
+
+std::optional<ParameterFormat>
+optimizerParameterFormat(const Expr *Optimizer, const PrecisionContext &Context, ASTContext &Ctx) {
   std::optional<ParameterFormat> Result;
-  for (const Expr *Construction : Constructions) {
+  for (const Expr *Construction : optimizerConstructions(Optimizer, Context, Ctx)) {
     const Expr *Params = constructedOptimizerParameters(Construction);
     const FunctionDecl *F = Context.enclosingFunction(*Construction);
     if (!Params || !F)

@@ -603,4 +603,53 @@ bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor, 
   return LossLike;
 }
 
+/// A loop over a model's parameters (`for (auto &p : model->parameters())`): the
+/// update loop inside a step, not the training loop.
+static bool isParameterLoop(const Stmt &Loop) {
+  const auto *For = dyn_cast<CXXForRangeStmt>(&Loop);
+  if (!For)
+    return false;
+  bool Found = false;
+  visitDescendants(For->getRangeInit(), [&](const Stmt *S) {
+    if (const auto *Call = dyn_cast<CallExpr>(S))
+      if (const FunctionDecl *Callee = Call->getDirectCallee(); Callee && Callee->getIdentifier())
+        Found |= Callee->getName().contains("parameters") || Callee->getName() == "param_groups";
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(S))
+      Found |= Ref->getDecl()->getName().contains_insensitive("param");
+    return !Found;
+  });
+  return Found;
+}
+
+const Stmt *trainingLoopAround(const Stmt &S, ASTContext &Ctx) {
+  DynTypedNodeList Parents = Ctx.getParents(S);
+  for (int Depth = 0; Depth < 256 && !Parents.empty(); ++Depth) {
+    const DynTypedNode &P = Parents[0];
+    if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
+      return nullptr;
+    if (const auto *L = P.get<Stmt>())
+      if ((isa<ForStmt>(L) || isa<WhileStmt>(L) || isa<DoStmt>(L) || isa<CXXForRangeStmt>(L)) &&
+          !isParameterLoop(*L))
+        return L;
+    Parents = Ctx.getParents(P);
+  }
+  return nullptr;
+}
+
+bool clearsGradients(const Stmt &Region, llvm::ArrayRef<const ValueDecl *> Owners) {
+  if (mentionsGrad(&Region))
+    return true; // `p.grad().zero_()`, `p.mutable_grad() = {}`: read as clearing
+  bool Clears = false;
+  visitDescendants(&Region, [&](const Stmt *S) {
+    const auto *Call = dyn_cast<CXXMemberCallExpr>(S);
+    const CXXMethodDecl *M = Call ? Call->getMethodDecl() : nullptr;
+    if (M && M->getIdentifier() && M->getName() == "zero_grad") {
+      const ValueDecl *Of = rootDeclaration(Call->getImplicitObjectArgument());
+      Clears |= !Of || llvm::is_contained(Owners, Of);
+    }
+    return !Clears;
+  });
+  return Clears;
+}
+
 } // namespace clang::tidy::mpnanny

@@ -99,6 +99,22 @@ std::optional<ParameterFormat>
 optimizerParameterFormat(const Expr *Optimizer, const PrecisionContext &Context, ASTContext &Ctx);
 /// The parameters argument of an optimizer construction expression.
 const Expr *constructedOptimizerParameters(const Expr *Construction);
+/// The constructions of the optimizer `Optimizer` names: a local's initializer, or every value
+/// the unit assigns a member, less one made in a constructor's member initializer and replaced
+/// later (`init()` rebuilds it after converting the model: the later one trains).
+std::vector<const Expr *> optimizerConstructions(const Expr *Optimizer,
+                                                 const PrecisionContext &Context, ASTContext &Ctx);
+/// Whether Construction is made in constructor F's member initializer of a member that the unit
+/// assigns again.
+bool replacedLater(const Expr &Construction, const FunctionDecl *F, ASTContext &Ctx);
+
+/// The training loop around a statement of its function: the innermost loop that is not the
+/// loop over the parameters (`for (auto &p : model->parameters())`, the update inside a step).
+const Stmt *trainingLoopAround(const Stmt &S, ASTContext &Ctx);
+/// Whether Region clears gradients that the objects Owners name accumulate: a zero_grad() of one
+/// of them (an optimizer, a module) or of an object it cannot name, or any use of a tensor's
+/// grad().
+bool clearsGradients(const Stmt &Region, llvm::ArrayRef<const ValueDecl *> Owners);
 
 /// Whether any code of the function, or any code of the translation unit, runs in
 /// a precision other than plain fp32 (the checks report nothing in fp32 code).

@@ -116,3 +116,49 @@ bool all_zero(torch::Tensor x) {
 // CHECK: :[[@LINE-1]]:18: warning: Tensor::sum of fp16 values stores the total{{.*}} [mpnanny-unscaled-sum]
   return empty && large && positive.item<bool>() && nonzero.item<bool>() && total.item<float>() != 0;
 }
+
+// Gradient accumulation: backward() on every pass of a loop and step() after it adds the passes'
+// gradients into .grad, which has the parameters' dtype.
+struct NetImpl : torch::nn::Module {
+  torch::nn::Linear fc{4, 4};
+  torch::Tensor forward(torch::Tensor x) { return fc(x); }
+};
+TORCH_MODULE(Net);
+
+void accumulate_bf16(Net net, std::vector<torch::Tensor> batches, int steps) {
+  net->to(torch::kBFloat16);
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01));
+  for (int s = 0; s < steps; ++s) {
+    for (auto &b : batches) {
+      auto loss = net->forward(b.to(torch::kBFloat16)).sum(-1).mean();
+      loss.backward();
+// CHECK: :[[@LINE-1]]:7: warning: backward() runs on every pass of this loop and the optimizer steps only after it: each pass adds its gradient into the bf16 .grad of bf16 parameters{{.*}}8 significant bits: a share below 1/256 of the total rounds away) [mpnanny-unscaled-sum]
+    }
+    opt.step();
+    opt.zero_grad();
+  }
+}
+
+// Not reported: fp32 parameters (their .grad is fp32), a loop that zeroes the gradients on every
+// pass, and a step inside the loop.
+void accumulate_fp32(Net net, std::vector<torch::Tensor> batches) {
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01));
+  for (auto &b : batches)
+    net->forward(b).sum(-1).mean().backward();
+  opt.step();
+}
+
+void no_accumulation(Net net, std::vector<torch::Tensor> batches) {
+  net->to(torch::kHalf);
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01));
+  for (auto &b : batches) {
+    net->zero_grad();
+    net->forward(b).sum(-1).mean().backward();
+  }
+  opt.step();
+  for (auto &b : batches) {
+    net->forward(b).sum(-1).mean().backward();
+    opt.step();
+    opt.zero_grad();
+  }
+}
