@@ -32,7 +32,8 @@ void keepGoing(Preprocessor &PP);
 /// function whose declaration is invalid, in an expression that holds an error, or in a
 /// top-level statement of a function body (a loop counts whole) that ends after the function's
 /// first error that may touch LibTorch state (`bool wide = absl::GetFlag(...) > 0;` only leaves
-/// `wide` unknown, `std::ifstream f(path);` with <fstream> missing only a file). False outside broken functions and when keepGoing() was not called.
+/// `wide` unknown, `std::ifstream f(path);` with <fstream> missing only a file). False outside
+/// broken functions and when keepGoing() was not called.
 bool inUncheckedPart(const Stmt *Node, SourceLocation Loc, const PrecisionContext &Functions,
                      ASTContext &Ctx);
 
