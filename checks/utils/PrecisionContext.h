@@ -19,6 +19,8 @@
 #include "clang/AST/ASTContext.h"
 #include "clang/Basic/SourceLocation.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,6 +145,14 @@ private:
   /// The format a read of a local has after `if (x.scalar_type() != F) x = x.to(F);` above it.
   std::optional<kb::Format> guardedFormat(const DeclRefExpr &Read, const VarDecl &Var,
                                           int Depth) const;
+  /// The `if (x.scalar_type() != F)` guards without else of Var in Function, found with one
+  /// walk of each body.
+  const llvm::SmallVector<std::pair<const IfStmt *, kb::Format>, 2> &
+  dtypeGuardsOf(const FunctionDecl &Function, const VarDecl &Var) const;
+  mutable llvm::DenseSet<const FunctionDecl *> DtypeGuardsCollected;
+  mutable llvm::DenseMap<const VarDecl *,
+                         llvm::SmallVector<std::pair<const IfStmt *, kb::Format>, 2>>
+      DtypeGuards;
   /// What a call of a function with no body in this unit returns, when its arguments say.
   std::optional<kb::Format> opaqueCallFormat(const CallExpr &Call, int Depth) const;
 };

@@ -233,6 +233,22 @@ std::optional<std::pair<const VarDecl *, Format>> dtypeInequality(const Expr *Co
 }
 } // namespace
 
+const llvm::SmallVector<std::pair<const IfStmt *, Format>, 2> &
+PrecisionContext::dtypeGuardsOf(const FunctionDecl &Function, const VarDecl &Var) const {
+  // One walk of a body finds every guard in it: a walk per read is quadratic in a long
+  // function (a sum of 10k terms is 10k reads).
+  if (DtypeGuardsCollected.insert(&Function).second)
+    visitDescendants(Function.getBody(), [&](const Stmt *S) {
+      if (isa<LambdaExpr>(S))
+        return false;
+      if (const auto *If = dyn_cast<IfStmt>(S); If && !If->getElse())
+        if (auto Compared = dtypeInequality(If->getCond()))
+          DtypeGuards[Compared->first].emplace_back(If, Compared->second);
+      return true;
+    });
+  return DtypeGuards[&Var];
+}
+
 std::optional<Format> PrecisionContext::guardedFormat(const DeclRefExpr &Read, const VarDecl &Var,
                                                       int Depth) const {
   // `auto gate_input = hidden_states; if (gate_input.scalar_type() != torch::kFloat32)
@@ -248,26 +264,19 @@ std::optional<Format> PrecisionContext::guardedFormat(const DeclRefExpr &Read, c
   };
   const IfStmt *Guard = nullptr;
   Format Guaranteed = Format::FP32;
-  visitDescendants(Function->getBody(), [&](const Stmt *S) {
-    if (isa<LambdaExpr>(S))
-      return false;
-    const auto *If = dyn_cast<IfStmt>(S);
-    if (!If || If->getElse() || !Before(If->getEndLoc(), Read.getBeginLoc()))
-      return true;
-    auto Compared = dtypeInequality(If->getCond());
-    if (!Compared || Compared->first != &Var)
-      return true;
+  for (const auto &[If, Compared] : dtypeGuardsOf(*Function, Var)) {
+    if (!Before(If->getEndLoc(), Read.getBeginLoc()))
+      continue;
     auto Parents = Ctx.getParents(*If);
     const auto *Block = Parents.size() == 1 ? Parents[0].get<CompoundStmt>() : nullptr;
     if (!Block || Before(Read.getBeginLoc(), Block->getBeginLoc()) ||
         Before(Block->getEndLoc(), Read.getBeginLoc()))
-      return true;
+      continue;
     if (!Guard || Before(Guard->getEndLoc(), If->getBeginLoc())) {
       Guard = If; // the last guard before the read
-      Guaranteed = Compared->second;
+      Guaranteed = Compared;
     }
-    return true;
-  });
+  }
   if (!Guard)
     return std::nullopt;
   const std::optional<std::vector<const Expr *>> Values =
