@@ -41,16 +41,6 @@ const char *toString(AutocastPolicy P) {
   }
   return "?";
 }
-const char *toString(RiskKind K) {
-  switch (K) {
-  case RiskKind::Overflow: return "overflow";
-  case RiskKind::Underflow: return "underflow";
-  case RiskKind::PrecisionLoss: return "precision-loss";
-  case RiskKind::Domain: return "domain";
-  case RiskKind::Banned: return "banned";
-  }
-  return "?";
-}
 bool Risk::appliesIn(std::optional<Format> Computed) const {
   if (Level == Severity::Note)
     return false;
@@ -159,6 +149,10 @@ public:
   template <typename Enum>
   Enum choice(const YAML::Node &N, const std::string &What,
               std::initializer_list<Enum> Values) const {
+    return choice(N, What, std::vector<Enum>(Values));
+  }
+  template <typename Enum>
+  Enum choice(const YAML::Node &N, const std::string &What, const std::vector<Enum> &Values) const {
     std::string S = scalar(N, What);
     std::string List;
     for (Enum V : Values) {
@@ -186,9 +180,7 @@ public:
       R.Formats.push_back(choice(E, "a risk's format", {Format::FP16, Format::BF16, Format::FP32}));
     if (!N["kind"])
       fail(N, "a risk has no 'kind'");
-    R.Kind = choice(N["kind"], "'kind'",
-                    {RiskKind::Overflow, RiskKind::Underflow, RiskKind::PrecisionLoss,
-                     RiskKind::Domain, RiskKind::Banned});
+    R.Kind = choice(N["kind"], "'kind'", vocab::all<RiskKind>());
     R.Level = N["severity"] ? choice(N["severity"], "'severity'",
                                      {Severity::Note, Severity::Warning, Severity::Error})
                             : Severity::Warning;

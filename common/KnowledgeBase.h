@@ -29,14 +29,14 @@ using Severity = vocab::Severity;
 
 /// Autocast's treatment of an op (aten/src/ATen/autocast_mode.cpp): per device and version.
 enum class AutocastPolicy { Lower, FP32, FP32UnlessDtype, Promote, Banned, None };
-enum class RiskKind { Overflow, Underflow, PrecisionLoss, Domain, Banned };
+using RiskKind = vocab::RiskKind;
 
 /// The vocabulary's names (common/Vocabulary.cpp), under the name the checks call them by.
 inline const char *toString(Precision P) { return vocab::name(P); }
 inline const char *toString(Format F) { return vocab::name(F); }
 inline const char *toString(Severity S) { return vocab::name(S); }
 const char *toString(AutocastPolicy P);
-const char *toString(RiskKind K);
+inline const char *toString(RiskKind K) { return vocab::name(K); }
 inline std::optional<Precision> parsePrecision(const std::string &Name) {
   return vocab::parse<Precision>(Name);
 }

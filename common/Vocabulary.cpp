@@ -95,6 +95,23 @@ template <> const Table<Check> &table() {
   return Names;
 }
 
+template <> const Table<RiskKind> &table() {
+  static const Table<RiskKind> Names = {{RiskKind::Overflow, "overflow"},
+                                        {RiskKind::Underflow, "underflow"},
+                                        {RiskKind::PrecisionLoss, "precision-loss"},
+                                        {RiskKind::Domain, "domain"},
+                                        {RiskKind::Banned, "banned"}};
+  return Names;
+}
+
+// A gradient past its format's range is the overflow a risk names.
+template <> const Table<BadValue> &table() {
+  static const Table<BadValue> Names = {{BadValue::Overflow, name(RiskKind::Overflow)},
+                                        {BadValue::Inf, "inf"},
+                                        {BadValue::Nan, "nan"}};
+  return Names;
+}
+
 template <typename Enum> const char *nameIn(Enum Value) {
   for (const auto &[Each, Name] : table<Enum>())
     if (Each == Value)
@@ -129,6 +146,8 @@ const char *name(AlertSeverity S) { return nameIn(S); }
 const char *name(Severity S) { return nameIn(S); }
 const char *name(Verdict V) { return nameIn(V); }
 const char *name(Check C) { return nameIn(C); }
+const char *name(RiskKind K) { return nameIn(K); }
+const char *name(BadValue B) { return nameIn(B); }
 
 template <typename Enum> std::optional<Enum> parse(std::string_view Name) {
   for (const auto &[Value, Spelled] : table<Enum>())
@@ -193,6 +212,8 @@ MPNANNY_VOCABULARY_ENUM(AlertSeverity)
 MPNANNY_VOCABULARY_ENUM(Severity)
 MPNANNY_VOCABULARY_ENUM(Verdict)
 MPNANNY_VOCABULARY_ENUM(Check)
+MPNANNY_VOCABULARY_ENUM(RiskKind)
+MPNANNY_VOCABULARY_ENUM(BadValue)
 #undef MPNANNY_VOCABULARY_ENUM
 
 } // namespace mpnanny::vocab

@@ -52,6 +52,14 @@ enum class Severity { Note, Warning, Error };
 /// that is the order the tools list verdicts in.
 enum class Verdict { Confirmed, AtRisk, NotObserved, NotReached };
 
+/// What a static finding risks: the knowledge base's `kind:` of a risk, and the "risk" of a site
+/// that MPNANNY_VERIFY=1 confirms or clears.
+enum class RiskKind { Overflow, Underflow, PrecisionLoss, Domain, Banned };
+
+/// The worst value a gradient held, mildest first: each rank of a process group reports its worst
+/// before the all-reduce, and the tools name the rank where it started.
+enum class BadValue { Overflow, Inf, Nan };
+
 /// The checks, in the order clang-tidy lists them (by name).
 enum class Check {
   AutocastCache,
@@ -74,7 +82,7 @@ enum class Check {
 template <typename Enum> const std::vector<Enum> &all();
 
 /// The name a value is stored, printed and matched by ("fp16", "OVERFLOW_RISK", "CONFIRMED",
-/// "warning", "mpnanny-log-softmax").
+/// "warning", "mpnanny-log-softmax", "precision-loss", "nan").
 const char *name(Precision P);
 const char *name(Format F);
 const char *name(HalfFormat F);
@@ -83,6 +91,8 @@ const char *name(AlertSeverity S);
 const char *name(Severity S);
 const char *name(Verdict V);
 const char *name(Check C);
+const char *name(RiskKind K);
+const char *name(BadValue B);
 
 /// The value a name spells exactly, if any.
 template <typename Enum> std::optional<Enum> parse(std::string_view Name);

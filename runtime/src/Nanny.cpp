@@ -387,8 +387,8 @@ void Nanny::Impl::observe_parameter(const std::string& name, const at::Tensor& w
   const at::Tensor gradient = captured->second;
   const TensorStats gradient_stats = compute_tensor_stats(gradient);
   if (gradient_stats.numel == 0) return;
-  const BadValue bad = worst_value(gradient_stats, options_.precision);
-  if (bad > report_.bad_before) {
+  const std::optional<BadValue> bad = worst_value(gradient_stats, options_.precision);
+  if (bad > report_.bad_before) {  // a value beats none
     report_.bad_before = bad;
     report_.bad_parameter = static_cast<int64_t>(weight_index);
   }

@@ -13,25 +13,28 @@ namespace {
 
 // One rank's report travels as these doubles at its own offset of a zero vector; a SUM
 // all-reduce then gives every rank every report.
-enum Field { kError, kBadBefore, kBadParameterPlusOne, kHasLossScale, kLossScale, kSkipped, kFields };
+enum Field { kError, kBadBeforePlusOne, kBadParameterPlusOne, kHasLossScale, kLossScale, kSkipped, kFields };
+
+// 0 for a good gradient, else 1 + the value's place in the vocabulary (mildest first).
+double encode(const std::optional<BadValue>& bad) {
+  return bad ? static_cast<double>(static_cast<int>(*bad) + 1) : 0.0;
+}
+
+std::optional<BadValue> decode(double sent) {
+  const auto& values = vocab::all<BadValue>();
+  const int index = static_cast<int>(sent) - 1;
+  if (index < 0 || index >= static_cast<int>(values.size())) return std::nullopt;
+  return values[static_cast<size_t>(index)];
+}
 
 }  // namespace
 
-const char* to_string(BadValue bad) {
-  switch (bad) {
-    case BadValue::None: return nullptr;
-    case BadValue::Overflow: return "overflow";
-    case BadValue::Inf: return "inf";
-    case BadValue::Nan: return "nan";
-  }
-  return nullptr;
-}
-
-BadValue worst_value(const TensorStats& stats, Precision precision) {
+std::optional<BadValue> worst_value(const TensorStats& stats, Precision precision) {
   if (stats.nan_count > 0) return BadValue::Nan;
   if (stats.inf_count > 0) return BadValue::Inf;
   const int64_t overflow = precision == Precision::FP16 ? stats.fp16_overflow : stats.bf16_overflow;
-  return overflow > 0 ? BadValue::Overflow : BadValue::None;
+  if (overflow > 0) return BadValue::Overflow;
+  return std::nullopt;
 }
 
 bool GroupView::any_error() const {
@@ -39,9 +42,8 @@ bool GroupView::any_error() const {
 }
 
 bool GroupView::notable() const {
-  return any_error() || loss_scale_divergence() || std::any_of(ranks.begin(), ranks.end(), [](const RankReport& rank) {
-           return rank.bad_before != BadValue::None;
-         });
+  return any_error() || loss_scale_divergence() ||
+         std::any_of(ranks.begin(), ranks.end(), [](const RankReport& rank) { return rank.bad_before.has_value(); });
 }
 
 std::optional<std::string> GroupView::loss_scale_divergence() const {
@@ -76,7 +78,7 @@ std::vector<RankAgreementRecord> GroupView::records(int64_t step,
     row.step = step;
     row.rank = static_cast<int>(r);
     row.error = report.error;
-    if (const char* bad = to_string(report.bad_before)) row.bad_before = bad;
+    if (report.bad_before) row.bad_before = vocab::name(*report.bad_before);
     if (report.bad_parameter >= 0 && static_cast<size_t>(report.bad_parameter) < parameter_names.size()) {
       row.bad_parameter = parameter_names[static_cast<size_t>(report.bad_parameter)];
     }
@@ -96,7 +98,7 @@ GroupView RankAgreement::exchange(const RankReport& mine) {
   std::vector<double> values(static_cast<size_t>(size_) * kFields, 0.0);
   double* slot = values.data() + static_cast<size_t>(rank_) * kFields;
   slot[kError] = mine.error ? 1.0 : 0.0;
-  slot[kBadBefore] = static_cast<double>(mine.bad_before);
+  slot[kBadBeforePlusOne] = encode(mine.bad_before);
   slot[kBadParameterPlusOne] = static_cast<double>(mine.bad_parameter + 1);
   slot[kHasLossScale] = mine.loss_scale ? 1.0 : 0.0;
   // A scale that is not finite would poison every slot's sum: sent as "no scale".
@@ -117,7 +119,7 @@ GroupView RankAgreement::exchange(const RankReport& mine) {
     const double* theirs = all + static_cast<size_t>(r) * kFields;
     RankReport& report = view.ranks[static_cast<size_t>(r)];
     report.error = theirs[kError] != 0.0;
-    report.bad_before = static_cast<BadValue>(std::clamp(static_cast<int>(theirs[kBadBefore]), 0, 3));
+    report.bad_before = decode(theirs[kBadBeforePlusOne]);
     report.bad_parameter = static_cast<int64_t>(theirs[kBadParameterPlusOne]) - 1;
     if (theirs[kHasLossScale] != 0.0) report.loss_scale = theirs[kLossScale];
     report.skipped = theirs[kSkipped] != 0.0;

@@ -17,20 +17,18 @@
 
 namespace mpnanny {
 
-/// How bad a gradient's values are, mildest first: a rank reports its worst.
-enum class BadValue { None, Overflow, Inf, Nan };
-/// "overflow", "inf", "nan"; null for None.
-const char* to_string(BadValue bad);
+/// How bad a gradient's values are, mildest first: a rank reports its worst (none when all are good).
+using BadValue = vocab::BadValue;
 /// The worst of a tensor's values: NaN, then Inf, then finite values beyond `precision`'s range.
-BadValue worst_value(const TensorStats& stats, Precision precision);
+std::optional<BadValue> worst_value(const TensorStats& stats, Precision precision);
 
 /// What one rank saw on a traced step.
 struct RankReport {
-  bool error = false;                    ///< it raised an ERROR since the last agreement
-  BadValue bad_before = BadValue::None;  ///< its worst gradient before the all-reduce
-  int64_t bad_parameter = -1;            ///< that gradient's parameter, by index in the model's order
-  std::optional<double> loss_scale;      ///< its scaler's scale at the end of the step
-  bool skipped = false;                  ///< its scale went down since the last agreement: a step was skipped
+  bool error = false;                  ///< it raised an ERROR since the last agreement
+  std::optional<BadValue> bad_before;  ///< its worst gradient before the all-reduce
+  int64_t bad_parameter = -1;          ///< that gradient's parameter, by index in the model's order
+  std::optional<double> loss_scale;    ///< its scaler's scale at the end of the step
+  bool skipped = false;                ///< its scale went down since the last agreement: a step was skipped
 };
 
 /// Every rank's report of one step, by rank.

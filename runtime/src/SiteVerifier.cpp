@@ -191,7 +191,7 @@ void SiteVerifier::observe_failure(size_t index, int64_t step, const std::string
     const FormatLimits& limits = limits_for(site);
     const bool fp16 = &limits == &kFp16Limits;
     const bool in_format = input_dtype == (fp16 ? c10::ScalarType::Half : c10::ScalarType::BFloat16);
-    if (site.risk != "overflow" || !in_format || !(std::fabs(scalar) > limits.max_finite)) continue;
+    if (risk_of(site) != RiskKind::Overflow || !in_format || !(std::fabs(scalar) > limits.max_finite)) continue;
     Evidence& e = evidence_[mate];
     ++e.executions;
     if (step != e.last_step) {
@@ -247,14 +247,14 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
 
   const auto record = [&](std::optional<SiteVerdict>& slot, Verdict verdict, double value,
                           const std::string& evidence) { record_first(slot, site, verdict, step, value, evidence); };
-  const std::string& risk = site.risk;
+  const std::optional<RiskKind> risk = risk_of(site);
   // Non-finite values confirm every risk but underflow: they are what overflow, a domain error
   // and lost precision end in.
-  if (risk != "underflow" && (stats.nan_count > 0 || stats.inf_count > 0)) {
+  if (risk != RiskKind::Underflow && (stats.nan_count > 0 || stats.inf_count > 0)) {
     record(e.confirmed, Verdict::Confirmed, static_cast<double>(stats.nan_count + stats.inf_count),
            observed + std::to_string(stats.nan_count) + " NaN, " + std::to_string(stats.inf_count) + " Inf");
   }
-  if (risk == "precision-loss" && makes_integer_sequence(site)) {
+  if (risk == RiskKind::PrecisionLoss && makes_integer_sequence(site)) {
     // arange's risk is its positions: a format holds integers exactly only up to
     // 2^(mantissa bits + 1), 2048 in fp16 and 256 in bf16, far below its largest value.
     const double last_exact = std::ldexp(1.0, limits.mantissa_bits + 1);
@@ -263,7 +263,7 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
              observed + "positions up to " + number(stats.max_abs) + " > " + number(last_exact) + " (" + format +
                  "'s last exact integer)");
     }
-  } else if (risk == "overflow" || risk == "precision-loss") {
+  } else if (risk == RiskKind::Overflow || risk == RiskKind::PrecisionLoss) {
     if (overflow > 0) {
       record(e.confirmed, Verdict::Confirmed, stats.max_abs,
              "max |x| = " + number(stats.max_abs) + " > " + number(limits.max_finite) + " (" + format + " max)");
@@ -272,7 +272,7 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
              observed + "max |x| = " + number(stats.max_abs) + ", headroom " +
                  number(limits.max_finite / stats.max_abs) + "x < 2x");
     }
-  } else if (risk == "underflow") {
+  } else if (risk == RiskKind::Underflow) {
     if (flushed > 0) {
       record(e.confirmed, Verdict::Confirmed, stats.min_abs_nonzero,
              std::to_string(flushed) + " non-zero values flush to 0 in " + format +
@@ -281,7 +281,7 @@ void SiteVerifier::observe_one(size_t index, int64_t step, const TensorStats& st
       record(e.at_risk, Verdict::AtRisk, stats.min_abs_nonzero,
              observed + std::to_string(subnormal) + " values subnormal in " + format);
     }
-  } else if (risk == "banned") {
+  } else if (risk == RiskKind::Banned) {
     record(e.confirmed, Verdict::Confirmed, static_cast<double>(e.executions), "executed");
   }
   if (stats.nan_count > 0 || stats.inf_count > 0) e.nonfinite = true;
@@ -307,7 +307,7 @@ void SiteVerifier::observe_argument(size_t index, int64_t step, const TensorStat
   if (index >= sites_.size()) return;
   for (const size_t mate : line_mates_[index]) {
     const Site& site = sites_[mate];
-    if (site.risk != "underflow") continue;
+    if (risk_of(site) != RiskKind::Underflow) continue;
     Evidence& e = evidence_[mate];
     const FormatLimits& limits = limits_for(site);
     const bool fp16 = &limits == &kFp16Limits;
@@ -351,7 +351,7 @@ std::vector<SiteVerdict> SiteVerifier::verdicts() const {
       v = *e.confirmed;
     } else if (e.at_risk) {
       v = *e.at_risk;
-    } else if (e.executions > 0 && sites_[i].risk == "underflow") {
+    } else if (e.executions > 0 && risk_of(sites_[i]) == RiskKind::Underflow) {
       // The headroom below the format's max says nothing of values too small for it.
       v.verdict = Verdict::NotObserved;
       const FormatLimits& limits = limits_for(sites_[i]);

@@ -30,9 +30,13 @@ struct Site {
   std::string function;
   std::string expression;
   std::vector<std::string> aten_ops;
-  std::string risk;       ///< overflow, underflow, precision-loss, domain, banned
+  std::string risk;       ///< a vocab::RiskKind's name, as the sites file spells it
   std::string precision;  ///< fp32, fp16, bf16
 };
+
+using RiskKind = vocab::RiskKind;
+/// The site's risk; none for a name this runtime does not know (a newer mpnanny-check's).
+inline std::optional<RiskKind> risk_of(const Site& site) { return vocab::parse<RiskKind>(site.risk); }
 
 struct SitesFile {
   std::vector<Site> sites;

@@ -94,10 +94,10 @@ TEST(GroupView, RecordsNameParametersAndLeaveUnknownsNull) {
 TEST(WorstValue, NanOverInfOverOverflowOfTheJudgedFormat) {
   TensorStats stats;
   stats.numel = 10;
-  EXPECT_EQ(worst_value(stats, Precision::FP16), BadValue::None);
+  EXPECT_EQ(worst_value(stats, Precision::FP16), std::nullopt);
   stats.fp16_overflow = 1;
   EXPECT_EQ(worst_value(stats, Precision::FP16), BadValue::Overflow);
-  EXPECT_EQ(worst_value(stats, Precision::BF16), BadValue::None);
+  EXPECT_EQ(worst_value(stats, Precision::BF16), std::nullopt);
   stats.inf_count = 1;
   EXPECT_EQ(worst_value(stats, Precision::BF16), BadValue::Inf);
   stats.nan_count = 1;
@@ -126,7 +126,7 @@ TEST(RankAgreement, EveryRankGetsEveryReport) {
     RankAgreement agreement(group);
     RankReport mine = scaled(1024.0 * (rank + 1), rank == 2);
     mine.error = rank == 1;
-    mine.bad_before = rank == 2 ? BadValue::Nan : BadValue::None;
+    if (rank == 2) mine.bad_before = BadValue::Nan;
     mine.bad_parameter = rank == 2 ? 3 : -1;
     views[static_cast<size_t>(rank)] = agreement.exchange(mine);
   });

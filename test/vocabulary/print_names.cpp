@@ -23,5 +23,7 @@ int main() {
   print<Severity>("severity");
   print<Verdict>("verdict");
   print<Check>("check");
+  print<RiskKind>("risk");
+  print<BadValue>("bad-value");
   return 0;
 }

@@ -3,7 +3,8 @@
 
 Usage: spelled_once.py --names FILE --source-dir DIR
 
-The names (precisions, formats, alert types, severities, verdicts, check names) come from
+The names (precisions, formats, alert types, severities, verdicts, check names, risk kinds,
+bad values) come from
 print_names, which prints the vocabulary itself. Scope: the project's own C++ sources
 (.cpp .cc .h .hpp .cu .cuh .inc) under checks/, common/, runtime/, tools/, examples/ and bench/.
 Not scanned: test/ (its assertions and expected outputs spell the names on purpose), rules/
@@ -30,6 +31,10 @@ OTHER_MEANINGS = {
     ("tools/mcp/Protocol.cpp", "error"): "JSON-RPC's error member",
     ("tools/mpnanny-check/HeaderCache.cpp", "error"): "a field of a header cache entry",
     ("tools/mpnanny/html.cpp", "error"): "the browser's error event, in the report's script",
+    ("common/KnowledgeBase.cpp", "banned"): "autocast's policy for an op, beside the risk kinds",
+    ("common/KnowledgeBase.cpp", "inf"): "YAML's spelling of infinity in a range",
+    ("checks/utils/RangeAnalysis.cpp", "inf"): "an infinite bound, as a message prints it",
+    ("tools/mpnanny/database.cpp", "inf"): "an infinite double, as JSON text",
 }
 EXTENSIONS = (".cpp", ".cc", ".h", ".hpp", ".cu", ".cuh", ".inc")
 

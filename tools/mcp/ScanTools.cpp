@@ -55,7 +55,7 @@ json findingSchema() {
        {"fix", str("what to write instead, in words")},
        {"site_id", str("stable id of the site; the runtime's verdicts use it")},
        {"expression", str("the flagged expression, whitespace collapsed")},
-       {"risk", str("overflow, underflow, precision-loss, domain or banned")},
+       {"risk", {{"type", "string"}, {"enum", vocab::names<vocab::RiskKind>()}}},
        {"precision", str("the format the code computes in")},
        {"aten_ops", strings("ATen ops that realize it at run time")},
        {"notes", {{"type", "array"}, {"items", Note}}},

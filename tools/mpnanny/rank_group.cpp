@@ -17,35 +17,18 @@ using cells::str;
 
 namespace {
 
-// A bad value's kind, worst last, so that std::max picks the one to report (nan worst, as the
-// runtime's rank_agreement.bad_before ranks them).
-enum class BadKind { None, Overflow, Inf, NaN };
+// A bad value's kind, worst last, so that std::max picks the one to report; none for a good value
+// (and for a kind a newer runtime stored that this one does not know).
+using BadValue = vocab::BadValue;
+using BadKind = std::optional<BadValue>;
 
-BadKind bad_kind_from_name(const std::string& name) {
-  if (name == "nan") return BadKind::NaN;
-  if (name == "inf") return BadKind::Inf;
-  if (name == "overflow") return BadKind::Overflow;
-  return BadKind::None;
-}
-
-const char* stored_name(BadKind kind) {
+const char* shown_name(BadValue kind) {
   switch (kind) {
-    case BadKind::NaN: return "nan";
-    case BadKind::Inf: return "inf";
-    case BadKind::Overflow: return "overflow";
-    case BadKind::None: break;
+    case BadValue::Nan: return "NaN";
+    case BadValue::Inf: return "Inf";
+    case BadValue::Overflow: break;
   }
-  return "";
-}
-
-const char* shown_name(BadKind kind) {
-  switch (kind) {
-    case BadKind::NaN: return "NaN";
-    case BadKind::Inf: return "Inf";
-    case BadKind::Overflow: return "overflow";
-    case BadKind::None: break;
-  }
-  return "";
+  return vocab::name(kind);
 }
 
 /// The kind of bad value a tensor_stats row holds, worst first, read from its columns nan_count,
@@ -53,18 +36,16 @@ const char* shown_name(BadKind kind) {
 /// judged against). Rows are filtered here rather than by SQL pasted per format: every query text
 /// stays a literal.
 BadKind bad_kind_of_row(const Statement& q, int first, bool judged_in_bf16) {
-  if (q.integer(first) > 0) return BadKind::NaN;
-  if (q.integer(first + 1) > 0) return BadKind::Inf;
-  if (q.integer(first + (judged_in_bf16 ? 3 : 2)) > 0) return BadKind::Overflow;
-  return BadKind::None;
+  if (q.integer(first) > 0) return BadValue::Nan;
+  if (q.integer(first + 1) > 0) return BadValue::Inf;
+  if (q.integer(first + (judged_in_bf16 ? 3 : 2)) > 0) return BadValue::Overflow;
+  return std::nullopt;
 }
 
 bool judged_in_bf16(const Database& db) { return judged_format(str(db.run()["precision"])) == vocab::HalfFormat::BF16; }
 
-/// `found` holds values of `wanted` (None: of any kind).
-bool is_kind(BadKind found, BadKind wanted) {
-  return found != BadKind::None && (wanted == BadKind::None || found == wanted);
-}
+/// `found` holds values of `wanted` (none: of any kind).
+bool is_kind(BadKind found, BadKind wanted) { return found && (!wanted || found == wanted); }
 
 const Database* database_of_rank(const Databases& databases, int64_t rank) {
   for (const auto& db : databases) {
@@ -85,7 +66,7 @@ std::optional<int64_t> first_bad_step(const Database& db, const std::string& pha
   q->bind(1, db.run_id()).bind(2, phase);
   const bool bf16 = judged_in_bf16(db);
   while (q->step()) {
-    if (bad_kind_of_row(*q, 1, bf16) != BadKind::None) return q->integer(0);
+    if (bad_kind_of_row(*q, 1, bf16)) return q->integer(0);
   }
   return std::nullopt;
 }
@@ -98,11 +79,11 @@ std::pair<BadKind, std::string> worst_at(const Database& db, const std::string& 
       "phase = ? AND step = ? ORDER BY seq");
   q->bind(1, db.run_id()).bind(2, phase).bind(3, step);
   const bool bf16 = judged_in_bf16(db);
-  BadKind worst = BadKind::None;
+  BadKind worst;
   std::string first_bad;
   while (q->step()) {
     const BadKind kind = bad_kind_of_row(*q, 1, bf16);
-    if (kind == BadKind::None) continue;
+    if (!kind) continue;
     if (first_bad.empty()) first_bad = q->text(0);
     worst = std::max(worst, kind);
   }
@@ -185,7 +166,8 @@ nlohmann::json bad_value_origin(const Databases& databases, int64_t world_size) 
     while (q->step()) {
       group.insert(q->integer(0));
       if (q->is_null(1)) continue;
-      origins.push_back({q->integer(0), bad_kind_from_name(q->text(1)), q->is_null(2) ? "" : q->text(2), q->text(1)});
+      origins.push_back(
+          {q->integer(0), vocab::parse<BadValue>(q->text(1)), q->is_null(2) ? "" : q->text(2), q->text(1)});
     }
   } else if (!any_agreement_table) {
     // Files from before the table: each rank's own gradients, which are the values before the
@@ -197,7 +179,7 @@ nlohmann::json bad_value_origin(const Databases& databases, int64_t world_size) 
     if (!step) return nullptr;
     for (const auto& db : databases) {
       const auto [kind, parameter] = worst_at(*db, "gradient", *step);
-      if (kind != BadKind::None) origins.push_back({db->rank(), kind, parameter, stored_name(kind)});
+      if (kind) origins.push_back({db->rank(), kind, parameter, vocab::name(*kind)});
     }
     for (int64_t rank = 0; rank < world_size; ++rank) group.insert(rank);
     for (const auto& db : databases) group.insert(db->rank());
@@ -212,7 +194,7 @@ nlohmann::json bad_value_origin(const Databases& databases, int64_t world_size) 
     nlohmann::json entry = {
         {"rank", origin.rank},
         {"kind", origin.stored_kind},
-        {"kind_shown", origin.kind == BadKind::None ? origin.stored_kind : shown_name(origin.kind)},
+        {"kind_shown", origin.kind ? shown_name(*origin.kind) : origin.stored_kind},
         {"parameter", origin.parameter.empty() ? nlohmann::json() : nlohmann::json(origin.parameter)},
         {"op", db ? first_bad_op(*db, *step, origin.kind) : nlohmann::json()}};
     entry["text"] = origin_rank_text(entry);
@@ -235,7 +217,7 @@ nlohmann::json bad_value_origin(const Databases& databases, int64_t world_size) 
     bool any = false, bad = false;
     while (q->step()) {
       any = true;
-      bad = bad || bad_kind_of_row(*q, 0, bf16) != BadKind::None;
+      bad = bad || bad_kind_of_row(*q, 0, bf16).has_value();
     }
     if (!any) continue;
     (bad ? bad_after : clean_after).push_back(rank);
