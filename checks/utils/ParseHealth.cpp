@@ -94,7 +94,9 @@ thread_local const DiagnosticConsumer *Installed = nullptr;
 /// a value, or calls a function or a method, whose type may carry a tensor, a module or a dtype.
 /// A local whose `auto` type an error left undeduced holds what its initializer gave.
 bool mayTouchTorch(const Expr &E, int Depth = 0) {
-  if (Depth > 8 || (!E.getType()->isDependentType() && mayCarryTorchState(E.getType())))
+  // Recovery left some expressions with no type at all: nothing says what they held.
+  const QualType T = E.getType();
+  if (Depth > 8 || T.isNull() || (!T->isDependentType() && mayCarryTorchState(T)))
     return true;
   bool Touches = false;
   visitDescendants(&E, [&](const Stmt *S) {
@@ -157,7 +159,7 @@ bool errorsLeaveTorchAlone(const Stmt &Top, const std::vector<const RecordedErro
           QualType T = Var ? Var->getType() : QualType();
           // `ProjectConfig config(h);`: a type name Sema did not know becomes int, and the
           // real type is unknown; an undeduced `auto` is judged by its initializer, below.
-          Touches |= !Var || (Var->isInvalidDecl() && T->isBuiltinType()) ||
+          Touches |= !Var || T.isNull() || (Var->isInvalidDecl() && T->isBuiltinType()) ||
                      (T->isUndeducedType() ? !Var->getInit() : mayCarryTorchState(T));
         }
       }

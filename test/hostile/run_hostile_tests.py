@@ -2,7 +2,8 @@
 """mpnanny-check on hostile code: no crash, no hang, findings at the user's spelling, the same output twice.
 
   run_hostile_tests.py --mpnanny-check BIN --mock DIR --work DIR code
-      The committed inputs (Inputs/: parse errors, a missing header, macros, templates, Unicode)
+      The committed inputs (Inputs/: parse errors, a missing header, a missing library's types,
+      macros, templates, Unicode)
       and the ones generated here at run time (a 10k-statement function, a sum of 10k terms,
       calls nested 200 deep, 30 locals each made of the last one twice, a local in its own initializer, 500 generated functions
       behind #line directives, CRLF copies).
@@ -102,8 +103,8 @@ def write(path, text, newline="\n"):
 
 
 def committed(args):
-    for name, code in [("parse-error.cpp", 3), ("missing-header.cpp", 3), ("macros.cpp", 1),
-                       ("templates.cpp", 1), ("unicode.cpp", 1)]:
+    for name, code in [("parse-error.cpp", 3), ("missing-header.cpp", 3), ("unknown-types.cpp", 3),
+                       ("macros.cpp", 1), ("templates.cpp", 1), ("unicode.cpp", 1)]:
         path = os.path.join(HERE, "Inputs", name)
         findings = scan_twice(args, path, code)
         check_marked(path, findings)
@@ -111,7 +112,9 @@ def committed(args):
             # The text output names the first error at its place, as the compiler does.
             _, out, err, _ = scan(args, path, fmt="text")
             first_error = {"parse-error.cpp": r":10:1: error: unknown type name 'NoSuchType'",
-                           "missing-header.cpp": r":3:10: error: 'no/such/header.h' file not found"}[name]
+                           "missing-header.cpp": r":3:10: error: 'no/such/header.h' file not found",
+                           "unknown-types.cpp": r":12:37: error: no type named 'PluginFieldCollection' in "
+                                                r"namespace 'nvinfer1'"}[name]
             check(re.search(re.escape(name + first_error), out + err),
                   "%s: no %s%s in the text output" % (name, name, first_error))
         if name == "unicode.cpp":
