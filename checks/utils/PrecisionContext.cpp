@@ -447,6 +447,8 @@ std::optional<Format> PrecisionContext::dtypeOf(const Expr *E) const {
   if (auto D = dtypeNamedIn(E))
     return D;
   const ValueDecl *V = namedValue(E);
+  if (const auto *Param = dyn_cast_or_null<ParmVarDecl>(V))
+    return parameterDtype(*Param);
   if (!holdsProjectValue(V))
     return std::nullopt;
   V = cast<ValueDecl>(V->getCanonicalDecl());
@@ -456,6 +458,35 @@ std::optional<Format> PrecisionContext::dtypeOf(const Expr *E) const {
     if (auto It = Facts->Dtypes.find(keyOf(V)); It != Facts->Dtypes.end())
       return It->second.Format;
   return std::nullopt;
+}
+
+std::optional<Format> PrecisionContext::parameterDtype(const ParmVarDecl &Param) const {
+  // `torch::Dtype freqs_dtype = torch::kFloat32`: the dtype every call in this unit passes (a
+  // call that leaves it out passes the default); with no call in sight, the default, which is
+  // what the function's author chose for callers that do not say.
+  if (!isOptionsOrDtype(Param.getType()))
+    return std::nullopt;
+  const auto *Function = dyn_cast_or_null<FunctionDecl>(Param.getDeclContext());
+  if (!Function)
+    return std::nullopt;
+  std::vector<const Expr *> Passed;
+  if (!ValueFlow::get(Ctx).callsOf(*Function).empty()) {
+    auto Arguments = ValueFlow::get(Ctx).argumentsPassedFor(Param, /*DefaultsToo=*/true);
+    if (!Arguments)
+      return std::nullopt;
+    Passed = *Arguments;
+  } else if (Param.hasDefaultArg() && !Param.hasUnparsedDefaultArg() &&
+             !Param.hasUninstantiatedDefaultArg()) {
+    Passed.push_back(Param.getDefaultArg());
+  }
+  std::optional<Format> Agreed;
+  for (const Expr *Arg : Passed) {
+    auto F = dtypeNamedIn(Arg);
+    if (!F || (Agreed && F != Agreed))
+      return std::nullopt;
+    Agreed = F;
+  }
+  return Agreed;
 }
 
 std::optional<Format> PrecisionContext::explicitDtypeOf(const TorchCall &Call) const {

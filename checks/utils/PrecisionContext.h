@@ -91,6 +91,9 @@ public:
   /// The dtype a value names: a torch dtype constant, or a member or variable given a half
   /// dtype somewhere in the project (`dtype_ = torch::kHalf`, a config field).
   std::optional<kb::Format> dtypeOf(const Expr *E) const;
+  /// The dtype a dtype or options parameter holds: the one every call in this unit passes,
+  /// or its default when no call is in sight.
+  std::optional<kb::Format> parameterDtype(const ParmVarDecl &Param) const;
   /// The dtype a call passes explicitly: explicitDtype(), and the members dtypeOf() knows.
   std::optional<kb::Format> explicitDtypeOf(const TorchCall &Call) const;
 

@@ -422,7 +422,8 @@ void ValueFlow::valuesInto(const Expr *E, FlowValues &Out, const std::string &Vi
 
 /// The argument a call (or construction) passes for the parameter at Position of FD;
 /// null where the default is used.
-static const Expr *argumentAt(const Expr &Site, const FunctionDecl &FD, unsigned Position) {
+static const Expr *argumentAt(const Expr &Site, const FunctionDecl &FD, unsigned Position,
+                              bool DefaultsToo) {
   const Expr *Arg = nullptr;
   unsigned Offset = 0;
   if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(&Site); Op && isa<CXXMethodDecl>(FD))
@@ -434,8 +435,9 @@ static const Expr *argumentAt(const Expr &Site, const FunctionDecl &FD, unsigned
     if (Position < Construct->getNumArgs())
       Arg = Construct->getArg(Position);
   }
-  if (!Arg || isa<CXXDefaultArgExpr>(Arg->IgnoreImplicit()))
-    return nullptr;
+  if (const auto *Default =
+          dyn_cast_or_null<CXXDefaultArgExpr>(Arg ? Arg->IgnoreImplicit() : nullptr))
+    return DefaultsToo ? Default->getExpr() : nullptr;
   return Arg;
 }
 
@@ -446,8 +448,8 @@ const std::vector<const Expr *> &ValueFlow::callsOf(const FunctionDecl &F) const
   return It == Indexed->Calls.end() ? None : It->second;
 }
 
-std::optional<std::vector<const Expr *>>
-ValueFlow::argumentsPassedFor(const ParmVarDecl &Param) const {
+std::optional<std::vector<const Expr *>> ValueFlow::argumentsPassedFor(const ParmVarDecl &Param,
+                                                                       bool DefaultsToo) const {
   index();
   const auto *FD = dyn_cast_or_null<FunctionDecl>(Param.getDeclContext());
   if (!FD)
@@ -457,7 +459,7 @@ ValueFlow::argumentsPassedFor(const ParmVarDecl &Param) const {
     return std::nullopt;
   std::vector<const Expr *> Arguments;
   for (const Expr *Site : It->second) {
-    const Expr *Arg = argumentAt(*Site, *FD, Param.getFunctionScopeIndex());
+    const Expr *Arg = argumentAt(*Site, *FD, Param.getFunctionScopeIndex(), DefaultsToo);
     if (!Arg)
       return std::nullopt;
     Arguments.push_back(Arg);
@@ -506,7 +508,7 @@ void ValueFlow::parameterValues(const ParmVarDecl &Param, FlowValues &Out, const
     DefaultUsed = true;
   } else {
     for (const Expr *Site : It->second) {
-      const Expr *Arg = argumentAt(*Site, *FD, Position);
+      const Expr *Arg = argumentAt(*Site, *FD, Position, /*DefaultsToo=*/false);
       if (!Arg) {
         DefaultUsed = true;
         continue;

@@ -78,8 +78,10 @@ public:
   /// The calls (and constructions) of F in this unit's user code.
   const std::vector<const Expr *> &callsOf(const FunctionDecl &F) const;
   /// What every call of Param's function in this unit passes for it; nullopt when the unit
-  /// has no call or a call leaves it to the default (the callers elsewhere are not seen).
-  std::optional<std::vector<const Expr *>> argumentsPassedFor(const ParmVarDecl &Param) const;
+  /// has no call or a call leaves it to the default (the callers elsewhere are not seen). With
+  /// DefaultsToo, a call that leaves it out passes the default.
+  std::optional<std::vector<const Expr *>> argumentsPassedFor(const ParmVarDecl &Param,
+                                                              bool DefaultsToo = false) const;
   /// Whether the unit assigns the member outside constructor initializers.
   bool isAssigned(const FieldDecl &Field) const;
   /// Every value this unit gives a member: its in-class initializer, constructors'

@@ -65,7 +65,26 @@ struct RotaryImpl : torch::nn::Module {
     changed = changed.dtype(torch::kHalf);
     auto reassigned = torch::pow(10000.0, torch::arange(32, changed));
 // CHECK: :[[@LINE-1]]:{{[0-9]+}}: warning: torch::pow in fp16 {{.*}} [mpnanny-risky-op]
-    return x * inv_freq + direct + in_half + reassigned;
+    return x * inv_freq + direct + in_half + reassigned + passed_frequencies(32, torch::kHalf) +
+           defaulted_frequencies(32);
+  }
+  // A dtype parameter holds what every call in the unit passes (the default where a call leaves
+  // it out), or its default when no call is in sight.
+  torch::Tensor uncalled_frequencies(int64_t dim, torch::Dtype dtype = torch::kFloat32) {
+    return torch::pow(10000.0, torch::arange(0, dim, 2, torch::dtype(dtype)) / dim);
+  }
+  torch::Tensor defaulted_frequencies(int64_t dim, torch::Dtype dtype = torch::kFloat64) {
+    return torch::pow(10000.0, torch::arange(0, dim, 2, torch::dtype(dtype)) / dim);
+  }
+  torch::Tensor uncalled_half_frequencies(int64_t dim, torch::Dtype dtype = torch::kHalf) {
+    return torch::pow(10000.0, torch::arange(0, dim, 2, torch::dtype(dtype)) / dim);
+// CHECK: :[[@LINE-1]]:12: warning: torch::pow in fp16 {{.*}} [mpnanny-risky-op]
+// CHECK: :[[@LINE-2]]:32: warning: torch::arange in fp16 {{.*}} [mpnanny-risky-op]
+  }
+  torch::Tensor passed_frequencies(int64_t dim, torch::Dtype dtype = torch::kFloat32) {
+    return torch::pow(10000.0, torch::arange(0, dim, 2, torch::dtype(dtype)) / dim);
+// CHECK: :[[@LINE-1]]:12: warning: torch::pow in fp16 {{.*}} [mpnanny-risky-op]
+// CHECK: :[[@LINE-2]]:32: warning: torch::arange in fp16 {{.*}} [mpnanny-risky-op]
   }
 };
 TORCH_MODULE(Rotary);
