@@ -460,6 +460,18 @@ std::optional<Format> PrecisionContext::dtypeOf(const Expr *E) const {
   return std::nullopt;
 }
 
+std::optional<Format> PrecisionContext::stableLocalDtype(const Expr *E) const {
+  // `auto opts = options.dtype(torch::kFloat32); torch::arange(n, opts)`: options or a dtype
+  // held in a local that nothing changes carry the dtype of their initializer.
+  const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E ? E->IgnoreParenImpCasts() : nullptr);
+  const auto *Var = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+  if (!Var || !Var->isLocalVarDecl() || !isOptionsOrDtype(Var->getType()))
+    return std::nullopt;
+  if (const Expr *Init = ValueFlow::get(Ctx).stableInitializer(Var))
+    return dtypeNamedIn(Init);
+  return std::nullopt;
+}
+
 std::optional<Format> PrecisionContext::parameterDtype(const ParmVarDecl &Param) const {
   // `torch::Dtype freqs_dtype = torch::kFloat32`: the dtype every call in this unit passes (a
   // call that leaves it out passes the default); with no call in sight, the default, which is
@@ -482,6 +494,8 @@ std::optional<Format> PrecisionContext::parameterDtype(const ParmVarDecl &Param)
   std::optional<Format> Agreed;
   for (const Expr *Arg : Passed) {
     auto F = dtypeNamedIn(Arg);
+    if (!F) // `torch::Dtype freqs_dtype = torch::kFloat64; f(..., freqs_dtype);`
+      F = stableLocalDtype(Arg);
     if (!F || (Agreed && F != Agreed))
       return std::nullopt;
     Agreed = F;
@@ -497,13 +511,8 @@ std::optional<Format> PrecisionContext::explicitDtypeOf(const TorchCall &Call) c
     visitDescendants(Arg, [&](const Stmt *S) {
       if (!Found && (isa<DeclRefExpr>(S) || isa<MemberExpr>(S)))
         Found = dtypeOf(cast<Expr>(S));
-      // `auto opts = options.dtype(torch::kFloat32); torch::arange(n, opts)`: options held in
-      // a local that nothing changes carry the dtype of their initializer.
-      if (const auto *Ref = dyn_cast<DeclRefExpr>(S);
-          !Found && Ref && isOptionsOrDtype(Ref->getType()))
-        if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()); Var && Var->isLocalVarDecl())
-          if (const Expr *Init = ValueFlow::get(Ctx).stableInitializer(Var))
-            Found = dtypeNamedIn(Init);
+      if (!Found && isa<DeclRefExpr>(S))
+        Found = stableLocalDtype(cast<Expr>(S));
       return !Found;
     });
     if (Found)

@@ -91,6 +91,8 @@ public:
   /// The dtype a value names: a torch dtype constant, or a member or variable given a half
   /// dtype somewhere in the project (`dtype_ = torch::kHalf`, a config field).
   std::optional<kb::Format> dtypeOf(const Expr *E) const;
+  /// The dtype of a local dtype or options value that nothing changes after its initializer.
+  std::optional<kb::Format> stableLocalDtype(const Expr *E) const;
   /// The dtype a dtype or options parameter holds: the one every call in this unit passes,
   /// or its default when no call is in sight.
   std::optional<kb::Format> parameterDtype(const ParmVarDecl &Param) const;

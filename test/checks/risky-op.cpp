@@ -65,8 +65,9 @@ struct RotaryImpl : torch::nn::Module {
     changed = changed.dtype(torch::kHalf);
     auto reassigned = torch::pow(10000.0, torch::arange(32, changed));
 // CHECK: :[[@LINE-1]]:{{[0-9]+}}: warning: torch::pow in fp16 {{.*}} [mpnanny-risky-op]
+    torch::Dtype freqs_dtype = torch::kFloat64;
     return x * inv_freq + direct + in_half + reassigned + passed_frequencies(32, torch::kHalf) +
-           defaulted_frequencies(32);
+           defaulted_frequencies(32) + local_passed_frequencies(32, freqs_dtype);
   }
   // A dtype parameter holds what every call in the unit passes (the default where a call leaves
   // it out), or its default when no call is in sight.
@@ -74,6 +75,9 @@ struct RotaryImpl : torch::nn::Module {
     return torch::pow(10000.0, torch::arange(0, dim, 2, torch::dtype(dtype)) / dim);
   }
   torch::Tensor defaulted_frequencies(int64_t dim, torch::Dtype dtype = torch::kFloat64) {
+    return torch::pow(10000.0, torch::arange(0, dim, 2, torch::dtype(dtype)) / dim);
+  }
+  torch::Tensor local_passed_frequencies(int64_t dim, torch::Dtype dtype) {
     return torch::pow(10000.0, torch::arange(0, dim, 2, torch::dtype(dtype)) / dim);
   }
   torch::Tensor uncalled_half_frequencies(int64_t dim, torch::Dtype dtype = torch::kHalf) {
