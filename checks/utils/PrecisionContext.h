@@ -59,8 +59,11 @@ public:
 
   /// The format a tensor expression is known to have from the code itself
   /// (`x.to(torch::kFloat)`, a local initialized from one, an op on such a tensor, an op that
-  /// autocast runs in fp32 where autocast is on).
-  std::optional<kb::Format> knownFormat(const Expr *E) const;
+  /// autocast runs in fp32 where autocast is on). With Unparsed, also whether an unknown
+  /// answer comes from a value the parse lost on the way (an argument or a local's value that
+  /// holds a compile error): such a value holds what the code that did not parse gave it, which
+  /// the precision around it does not tell.
+  std::optional<kb::Format> knownFormat(const Expr *E, bool *Unparsed = nullptr) const;
 
   /// What autocast does with the op where the code runs as `Why` says: CUDA's list (LibTorch
   /// 1.13's where the unit's headers are 1.x), or CPU autocast's shorter one. None for no op.
@@ -72,7 +75,8 @@ public:
   /// options it cannot read, integer tensors and dtypes, and code under autocast.
   std::optional<kb::Format> requestedFormat(const TorchCall &Call) const;
 
-  /// The format the op computes in at this call; std::nullopt when autocast bans it.
+  /// The format the op computes in at this call; std::nullopt when autocast bans it. An input
+  /// the parse lost (knownFormat's Unparsed) counts as fp32 there: the one that raises no finding.
   std::optional<kb::Format> computeFormatOf(const TorchCall &Call, const kb::Op *Op) const;
 
   /// Records of user code converted to a format by `module->to(...)` anywhere in the TU,
@@ -145,6 +149,8 @@ private:
   mutable llvm::DenseMap<const VarDecl *, std::optional<kb::Format>> FormatsInProgress;
   /// The expressions the current knownFormat question has read (MaxFormatSteps).
   mutable int FormatSteps = 0;
+  /// The current knownFormat question met a value that holds a compile error.
+  mutable bool FormatReadUnparsed = false;
   /// The format a call of a user function or lambda returns, when all its returns agree.
   std::optional<kb::Format> returnedFormat(const CallExpr &Call, int Depth) const;
   /// The format a read of a local has after `if (x.scalar_type() != F) x = x.to(F);` above it.
@@ -158,7 +164,8 @@ private:
   mutable llvm::DenseMap<const VarDecl *,
                          llvm::SmallVector<std::pair<const IfStmt *, kb::Format>, 2>>
       DtypeGuards;
-  /// What a call of a function with no body in this unit returns, when its arguments say.
+  /// What a call of a function with no body in this unit returns, when its arguments say:
+  /// the dtype of the options it is given, or the fp32 or bf16 its tensors agree on.
   std::optional<kb::Format> opaqueCallFormat(const CallExpr &Call, int Depth) const;
 };
 

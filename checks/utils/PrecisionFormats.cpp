@@ -30,7 +30,17 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
   if (!E || Depth > MaxFormatDepth || ++FormatSteps > MaxFormatSteps)
     return std::nullopt;
   E = ignoreConversions(E);
+  // `auto logits = npu::linear(x, w);` with npu's header missing: the parse keeps no value (an
+  // invalid local, a recovery expression), and what it held is unknown.
+  if (E->containsErrors()) {
+    FormatReadUnparsed = true;
+    return std::nullopt;
+  }
   if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+    if (Ref->getDecl()->isInvalidDecl()) {
+      FormatReadUnparsed = true;
+      return std::nullopt;
+    }
     // `g = to_float32(g);` earlier in the function: the value that reaches the read.
     if (const Expr *Value = ValueFlow::get(Ctx).reachingValue(Ref, /*InPlaceOps=*/false))
       return knownFormatImpl(Value, Depth + 1);
@@ -298,10 +308,13 @@ std::optional<Format> PrecisionContext::guardedFormat(const DeclRefExpr &Read, c
 }
 
 std::optional<Format> PrecisionContext::opaqueCallFormat(const CallExpr &Call, int Depth) const {
-  // `npu_linear(gate_input_fp32, weight_fp32)`: a kernel of another library, with no body here
-  // and no dtype argument, follows its inputs as ATen's ops do (the result type of their
-  // arguments). Only the fp32 answer is given: a helper named for a conversion
-  // (`to_half(x)`) is the exception, and an answer of half would be a finding.
+  // `npu_linear(gate_input_fp32, weight_fp32)`: a kernel of another library, with no body here,
+  // follows its inputs as ATen's ops do (the result type of their arguments), and a factory of
+  // the project (`create_input(shape, values, options_)`) makes tensors of the options it is
+  // given. Of the formats inputs agree on, only fp32 and bf16 are followed: a fused kernel often
+  // computes half inputs in float and returns that, and an answer of fp16 would be a finding
+  // where nothing in sight computes in fp16 (bf16 holds every value fp32 does). A helper named
+  // for a conversion (`to_half(x)`) follows nothing.
   const FunctionDecl *Callee = Call.getDirectCallee();
   const FunctionDecl *Definition = nullptr;
   if (!Callee || Callee->hasBody(Definition) || !isTensorType(Callee->getReturnType()) ||
@@ -311,22 +324,32 @@ std::optional<Format> PrecisionContext::opaqueCallFormat(const CallExpr &Call, i
   for (const char *Conversion : {"half", "16", "bfloat", "quant", "cast", "convert", "low"})
     if (Name.find(Conversion) != std::string::npos)
       return std::nullopt;
-  bool SawTensor = false;
+  std::optional<Format> Agreed;
   for (const Expr *Arg : Call.arguments()) {
-    if (isOptionsOrDtype(Arg->getType()))
-      return std::nullopt;
+    if (isOptionsOrDtype(Arg->getType())) {
+      const Expr *Options = ignoreConversions(Arg);
+      auto F = dtypeOf(Options);
+      if (!F)
+        F = stableLocalDtype(Options);
+      return F;
+    }
     if (!isTensorType(Arg->getType()))
       continue;
-    if (knownFormatImpl(Arg, Depth + 1) != Format::FP32)
+    auto F = knownFormatImpl(Arg, Depth + 1);
+    if (!F || *F == Format::FP16 || (Agreed && F != Agreed))
       return std::nullopt;
-    SawTensor = true;
+    Agreed = F;
   }
-  return SawTensor ? std::optional<Format>(Format::FP32) : std::nullopt;
+  return Agreed;
 }
 
-std::optional<Format> PrecisionContext::knownFormat(const Expr *E) const {
+std::optional<Format> PrecisionContext::knownFormat(const Expr *E, bool *Unparsed) const {
   FormatSteps = 0;
-  return knownFormatImpl(E, 0);
+  FormatReadUnparsed = false;
+  std::optional<Format> Known = knownFormatImpl(E, 0);
+  if (Unparsed)
+    *Unparsed = !Known && FormatReadUnparsed;
+  return Known;
 }
 
 kb::AutocastPolicy PrecisionContext::autocastPolicy(const kb::Op *Op,
@@ -376,7 +399,8 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
   kb::AutocastPolicy Policy = autocastPolicy(Op, Why);
   std::optional<Format> Explicit = explicitDtypeOf(Call);
   const Expr *Operand = Call.operand();
-  std::optional<Format> Input = Operand ? knownFormat(Operand) : std::nullopt;
+  bool Unparsed = false;
+  std::optional<Format> Input = Operand ? knownFormat(Operand, &Unparsed) : std::nullopt;
   // torch::full(size, v) makes an fp32 tensor in any context: autocast does not cover
   // factories, and a half model's code still gets the default dtype unless it asks.
   if (Context != Precision::FP32 && isDefaultDtypeFactory(Call))
@@ -389,6 +413,10 @@ std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,
       return Explicit;
     if (Input)
       return Input;
+    // The code's precision says nothing of a value the parse lost: fp32, as for the range
+    // analysis, is the answer that raises no finding.
+    if (Unparsed)
+      return Format::FP32;
     return Context == Precision::FP16 ? Format::FP16 : Format::BF16;
   case Precision::AutocastFP16:
   case Precision::AutocastBF16: {

@@ -298,8 +298,11 @@ kb::Format RangeAnalysis::computeFormat(const Expr *E,
   E = ignoreConversions(E);
   if (!E)
     return kb::Format::FP32;
-  if (auto Known = Precision.knownFormat(E))
+  bool Unparsed = false;
+  if (auto Known = Precision.knownFormat(E, &Unparsed))
     return *Known;
+  if (Unparsed) // a value the parse lost: unknown, and fp32 is the format that raises no finding
+    return kb::Format::FP32;
   const PrecisionReason Reason = Precision.at(*E);
   kb::Precision Context = Reason.Value;
   if (Context == kb::Precision::FP32)

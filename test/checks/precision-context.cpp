@@ -66,3 +66,28 @@ torch::Tensor generic_switch(torch::Tensor q, torch::Tensor k, torch::Tensor mas
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   return s;
 }
+
+// A kernel with no body in sight follows bf16 inputs to bf16, which holds -1e9, and a factory of
+// the project makes tensors of the options it is given; the same kernel on inputs of no known
+// format computes in the project's fp16.
+torch::Tensor fused_op(const torch::Tensor &a, const torch::Tensor &b);
+torch::Tensor make_input(std::vector<int64_t> shape, const torch::TensorOptions &options);
+struct MoeTest {
+  torch::TensorOptions options_;
+  void SetUp() { options_ = torch::TensorOptions().dtype(torch::kBFloat16); }
+  torch::Tensor input() { return make_input({2, 2}, options_); }
+};
+struct MoeTestRun : MoeTest { // what TEST_F(MoeTest, Run) declares
+  torch::Tensor body(torch::Tensor mask) {
+    auto x = input();
+    auto made = x.masked_fill(mask, -1e9);
+// FORCED-NOT: precision-context.cpp:[[@LINE-1]]:
+    auto from_bf16 = fused_op(x, x).masked_fill(mask, -1e9);
+// FORCED-NOT: precision-context.cpp:[[@LINE-1]]:
+    return made + from_bf16;
+  }
+};
+torch::Tensor unknown_input(torch::Tensor x, torch::Tensor mask) {
+  return fused_op(x, x).masked_fill(mask, -1e9);
+// FORCED: precision-context.cpp:[[@LINE-1]]:43: warning: Tensor::masked_fill fill value -1e9 cannot be represented in fp16
+}
