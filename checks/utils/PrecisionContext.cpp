@@ -491,16 +491,12 @@ std::optional<Format> PrecisionContext::parameterDtype(const ParmVarDecl &Param)
              !Param.hasUninstantiatedDefaultArg()) {
     Passed.push_back(Param.getDefaultArg());
   }
-  std::optional<Format> Agreed;
-  for (const Expr *Arg : Passed) {
+  return agreedFormatOf(Passed, [&](const Expr *Arg) {
     auto F = dtypeNamedIn(Arg);
     if (!F) // `torch::Dtype freqs_dtype = torch::kFloat64; f(..., freqs_dtype);`
       F = stableLocalDtype(Arg);
-    if (!F || (Agreed && F != Agreed))
-      return std::nullopt;
-    Agreed = F;
-  }
-  return Agreed;
+    return F;
+  });
 }
 
 std::optional<Format> PrecisionContext::explicitDtypeOf(const TorchCall &Call) const {

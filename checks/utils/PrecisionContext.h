@@ -28,6 +28,20 @@
 
 namespace clang::tidy::mpnanny {
 
+/// The format every value agrees on, as Judge gives it: none when one is unknown or two differ
+/// (a parameter's arguments, a list's tensors, a dtype passed at each call).
+template <typename Range, typename JudgeFn>
+std::optional<kb::Format> agreedFormatOf(const Range &Values, JudgeFn Judge) {
+  std::optional<kb::Format> Agreed;
+  for (const auto *Value : Values) {
+    std::optional<kb::Format> F = Judge(Value);
+    if (!F || (Agreed && F != Agreed))
+      return std::nullopt;
+    Agreed = F;
+  }
+  return Agreed;
+}
+
 class PrecisionContext {
 public:
   /// The analysis of the translation unit that Ctx holds; built on first use. Declared is

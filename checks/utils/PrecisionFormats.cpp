@@ -50,14 +50,8 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
       auto Arguments = ValueFlow::get(Ctx).argumentsPassedFor(*Param);
       if (!Arguments)
         return std::nullopt;
-      std::optional<Format> Agreed;
-      for (const Expr *Arg : *Arguments) {
-        auto F = knownFormatImpl(Arg, Depth + 1);
-        if (!F || (Agreed && F != Agreed))
-          return std::nullopt;
-        Agreed = F;
-      }
-      return Agreed;
+      return agreedFormatOf(*Arguments,
+                            [&](const Expr *Arg) { return knownFormatImpl(Arg, Depth + 1); });
     }
     const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
     if (!Var || !Var->isLocalVarDecl())
@@ -118,16 +112,9 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
   // torch::cat({a, b}), torch::stack({..}): the format every listed tensor agrees on.
   if (TC->Name == "cat" || TC->Name == "stack" || TC->Name == "concat")
     if (const auto *List =
-            TC->Args.empty() ? nullptr : firstOutsideCalls<InitListExpr>(TC->Args.front())) {
-      std::optional<Format> Agreed;
-      for (const Expr *Element : List->inits()) {
-        auto F = knownFormatImpl(Element, Depth + 1);
-        if (!F || (Agreed && F != Agreed))
-          return std::nullopt;
-        Agreed = F;
-      }
-      return Agreed;
-    }
+            TC->Args.empty() ? nullptr : firstOutsideCalls<InitListExpr>(TC->Args.front()))
+      return agreedFormatOf(
+          List->inits(), [&](const Expr *Element) { return knownFormatImpl(Element, Depth + 1); });
   // Where autocast is on, an op of its fp32 list returns fp32 whatever its input
   // (autocast_mode.cpp: fp32, fp32_set_opt_dtype): a softmax's probabilities, a norm ...
   if (const kb::Op *Op = KB ? lookupOp(*TC, *KB) : nullptr) {
@@ -256,7 +243,9 @@ PrecisionContext::dtypeGuardsOf(const FunctionDecl &Function, const VarDecl &Var
           DtypeGuards[Compared->first].emplace_back(If, Compared->second);
       return true;
     });
-  return DtypeGuards[&Var];
+  static const llvm::SmallVector<std::pair<const IfStmt *, Format>, 2> NoGuards;
+  auto It = DtypeGuards.find(&Var);
+  return It == DtypeGuards.end() ? NoGuards : It->second;
 }
 
 std::optional<Format> PrecisionContext::guardedFormat(const DeclRefExpr &Read, const VarDecl &Var,
