@@ -5,10 +5,13 @@
 #include "LlvmCompat.h"
 #include "PrecisionContext.h"
 #include "TorchCalls.h"
+#include "ValueFlow.h"
 #include "clang/Basic/Diagnostic.h"
 #include "clang/Basic/SourceManager.h"
+#include "clang/Lex/Lexer.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,13 +26,24 @@ struct RecordedError {
   std::string Text;
 };
 
+/// A function body with errors, and what of it is not checked.
+struct BrokenFunction {
+  /// The first error that may touch LibTorch state; null for a declaration Sema rejected,
+  /// of which nothing is checked.
+  const RecordedError *FirstError = nullptr;
+  /// Nothing from FirstError on is checked (an error outside every statement of the body).
+  bool AllFromFirstError = false;
+  /// The statements of the body (a loop or a block counts whole) that are not checked.
+  llvm::DenseSet<const Stmt *> Unchecked;
+};
+
 /// The errors of one translation unit, as the compiler reported them.
 struct UnitErrors {
   const SourceManager *SM = nullptr;
   std::vector<RecordedError> Errors;
   bool Summarized = false;
   /// Worked out on first use, after the parse.
-  std::optional<llvm::DenseMap<const FunctionDecl *, const RecordedError *>> Broken;
+  std::optional<llvm::DenseMap<const FunctionDecl *, BrokenFunction>> Broken;
 };
 
 /// One translation unit at a time per thread: clang-tidy and mpnanny-check parse a file
@@ -177,12 +191,144 @@ bool errorsLeaveTorchAlone(const Stmt &Top, const std::vector<const RecordedErro
   });
 }
 
-/// The error from which a function's body is not checked: the earliest error in the first
-/// statement of the body whose errors may touch LibTorch state; an error outside
-/// every statement (in a parameter) cuts the whole body. Null when no error cuts it.
-const RecordedError *firstCut(const FunctionDecl &FD,
-                              const std::vector<const RecordedError *> &Errors,
-                              const SourceManager &SM) {
+/// What the broken statements of a function body may have changed, for the statements after
+/// them: a statement that reads none of it runs on values the compiler saw whole.
+struct Changed {
+  llvm::DenseSet<const ValueDecl *> Decls;
+  /// The identifiers of a statement whose AST lost parts (a declaration Sema rejected, an error
+  /// no expression holds): what it named is unknown, so every name in its text counts.
+  llvm::StringSet<> Names;
+  /// A call in a method that may have changed any member of `this`.
+  bool Members = false;
+
+  bool readBy(const Stmt &S) const {
+    bool Reads = false;
+    visitDescendants(&S, [&](const Stmt *X) {
+      const ValueDecl *D = nullptr;
+      if (const auto *Ref = dyn_cast<DeclRefExpr>(X))
+        D = Ref->getDecl();
+      else if (const auto *Member = dyn_cast<MemberExpr>(X)) {
+        D = Member->getMemberDecl();
+        Reads |= Members && isa<CXXThisExpr>(Member->getBase()->IgnoreParenImpCasts());
+      }
+      if (D)
+        Reads |= Decls.count(D) || (D->getIdentifier() && Names.count(D->getName()));
+      return !Reads;
+    });
+    return Reads;
+  }
+};
+
+/// A call whose callee Sema could not settle (an argument holds an error, or the name is
+/// unknown): its arguments may be bound to non-const references. A LibTorch or standard
+/// library function that is not in-place (no trailing '_', no `_out`) writes none of them.
+bool mayWriteItsArguments(const Expr &Callee) {
+  const auto *Overloads = dyn_cast<OverloadExpr>(Callee.IgnoreParenImpCasts());
+  if (!Overloads || Overloads->decls().empty())
+    return true;
+  return llvm::any_of(Overloads->decls(), [](const NamedDecl *D) {
+    D = D->getUnderlyingDecl();
+    std::string Qualified = D->getQualifiedNameAsString();
+    llvm::StringRef Name = D->getIdentifier() ? D->getName() : "";
+    bool Library = llvm::StringRef(Qualified).starts_with("at::") ||
+                   llvm::StringRef(Qualified).starts_with("torch::") ||
+                   llvm::StringRef(Qualified).starts_with("c10::") ||
+                   llvm::StringRef(Qualified).starts_with("std::");
+    return !Library || Name.ends_with("_") || Name.contains("_out");
+  });
+}
+
+/// Adds to What everything S may write (ValueFlow's writes, every variable it declares), and,
+/// for the parts of S that hold an error, the values passed to a call Sema could not settle.
+void noteWrites(const Stmt &S, bool InMethod, Changed &What) {
+  forEachWrite(&S, [&](const ValueDecl *D) { What.Decls.insert(D); });
+  visitDescendants(&S, [&](const Stmt *X) {
+    auto Passed = [&](const Expr *Arg) {
+      if (const ValueDecl *D = namedValue(Arg))
+        What.Decls.insert(D);
+    };
+    if (const auto *DS = dyn_cast<DeclStmt>(X)) {
+      for (const Decl *D : DS->decls())
+        if (const auto *Value = dyn_cast<ValueDecl>(D))
+          What.Decls.insert(Value);
+    } else if (const auto *Recovery = dyn_cast<RecoveryExpr>(X)) {
+      for (const Expr *Sub : Recovery->subExpressions())
+        Passed(Sub);
+      What.Members |= InMethod;
+    } else if (const auto *Call = dyn_cast<CallExpr>(X)) {
+      const auto *Member = dyn_cast<CXXMemberCallExpr>(Call);
+      const CXXMethodDecl *Method = Member ? Member->getMethodDecl() : nullptr;
+      // A method of the class, called on `this`, may change its members.
+      if (Member && (!Method || !Method->isConst()) &&
+          isa<CXXThisExpr>(Member->getImplicitObjectArgument()->IgnoreParenImpCasts()))
+        What.Members = true;
+      if (Call->containsErrors() && !Call->getDirectCallee() &&
+          mayWriteItsArguments(*Call->getCallee())) {
+        for (const Expr *Arg : Call->arguments())
+          Passed(Arg);
+        What.Members |= InMethod;
+      }
+    }
+    return true;
+  });
+}
+
+/// Whether every error in Top lies in an expression that holds it: the AST kept the statement,
+/// with the erroneous part marked. A declaration Sema rejected, or an error with no node, may
+/// have lost what it named.
+bool errorsHaveNodes(const Stmt &Top, const std::vector<const RecordedError *> &Errors,
+                     const SourceManager &SM) {
+  std::vector<std::pair<SourceLocation, SourceLocation>> Held;
+  bool Rejected = false;
+  visitDescendants(&Top, [&](const Stmt *S) {
+    if (const auto *DS = dyn_cast<DeclStmt>(S))
+      for (const Decl *D : DS->decls())
+        Rejected |= D->isInvalidDecl();
+    const auto *E = dyn_cast<Expr>(S);
+    if (!E || !E->containsErrors())
+      return !Rejected;
+    Held.push_back(
+        {SM.getExpansionLoc(E->getBeginLoc()), SM.getExpansionRange(E->getEndLoc()).getEnd()});
+    return false;
+  });
+  return !Rejected && llvm::all_of(Errors, [&](const RecordedError *Error) {
+    SourceLocation At = SM.getComposedLoc(Error->File, Error->Offset);
+    return llvm::any_of(Held, [&](const auto &R) {
+      return !SM.isBeforeInTranslationUnit(At, R.first) &&
+             !SM.isBeforeInTranslationUnit(R.second, At);
+    });
+  });
+}
+
+/// Every identifier in the text of S.
+void noteNames(const Stmt &S, const SourceManager &SM, const LangOptions &Lang, Changed &What) {
+  SourceLocation Begin = SM.getExpansionLoc(S.getBeginLoc());
+  SourceLocation End = SM.getExpansionRange(S.getEndLoc()).getEnd();
+  FileID File = SM.getFileID(Begin);
+  bool Invalid = false;
+  llvm::StringRef Buffer = SM.getBufferData(File, &Invalid);
+  if (Invalid || SM.getFileID(End) != File)
+    return;
+  unsigned Last = SM.getFileOffset(End);
+  Lexer Raw(SM.getLocForStartOfFile(File), Lang, Buffer.begin(),
+            Buffer.begin() + SM.getFileOffset(Begin), Buffer.end());
+  Token T;
+  for (bool AtEnd = false; !AtEnd;) {
+    AtEnd = Raw.LexFromRawLexer(T);
+    if (SM.getFileOffset(T.getLocation()) > Last)
+      break;
+    if (T.is(tok::raw_identifier))
+      What.Names.insert(T.getRawIdentifier());
+  }
+}
+
+/// Which statements of a function body holding errors are not checked. A statement whose
+/// errors may touch LibTorch state is not; nor is a later one that reads what such a statement
+/// may have changed (and so on, transitively); the others run on values the compiler saw whole.
+/// An error outside every statement (in a parameter, a statement the parser dropped) leaves
+/// nothing checked from it on.
+BrokenFunction judgeBody(const FunctionDecl &FD, const std::vector<const RecordedError *> &Errors,
+                         const SourceManager &SM, const LangOptions &Lang) {
   auto At = [&](const RecordedError *E) { return SM.getComposedLoc(E->File, E->Offset); };
   // The earliest in the source: errors of a template's instantiation come at the end of the
   // unit, after errors further down its body.
@@ -193,11 +339,16 @@ const RecordedError *firstCut(const FunctionDecl &FD,
         First = E;
     return First;
   };
+  BrokenFunction Result;
   const auto *Body = dyn_cast_or_null<CompoundStmt>(FD.getBody());
-  if (!Body)
-    return Earliest(Errors);
+  if (!Body) {
+    Result.FirstError = Earliest(Errors);
+    Result.AllFromFirstError = true;
+    return Result;
+  }
+  bool InMethod = isa<CXXMethodDecl>(FD) && !cast<CXXMethodDecl>(FD).isStatic();
+  Changed What;
   std::vector<const RecordedError *> Placed;
-  const RecordedError *Cut = nullptr;
   for (const Stmt *Top : Body->body()) {
     SourceLocation Begin = SM.getExpansionLoc(Top->getBeginLoc());
     SourceLocation End = SM.getExpansionRange(Top->getEndLoc()).getEnd();
@@ -206,19 +357,28 @@ const RecordedError *firstCut(const FunctionDecl &FD,
       if (!SM.isBeforeInTranslationUnit(At(E), Begin) && !SM.isBeforeInTranslationUnit(End, At(E)))
         Inside.push_back(E);
     Placed.insert(Placed.end(), Inside.begin(), Inside.end());
-    if (!Cut && !Inside.empty() && !errorsLeaveTorchAlone(*Top, Inside, SM))
-      Cut = Earliest(Inside);
+    bool Broken = !Inside.empty() && !errorsLeaveTorchAlone(*Top, Inside, SM);
+    if (Broken && !Result.FirstError)
+      Result.FirstError = Earliest(Inside);
+    if (!Broken && !What.readBy(*Top))
+      continue;
+    Result.Unchecked.insert(Top);
+    noteWrites(*Top, InMethod, What);
+    if (Broken && !errorsHaveNodes(*Top, Inside, SM))
+      noteNames(*Top, SM, Lang, What);
   }
   std::vector<const RecordedError *> Outside;
   for (const RecordedError *E : Errors)
     if (llvm::find(Placed, E) == Placed.end())
       Outside.push_back(E);
-  if (!Outside.empty())
-    return Earliest(Outside);
-  return Cut;
+  if (!Outside.empty()) {
+    Result.FirstError = Earliest(Outside);
+    Result.AllFromFirstError = true;
+  }
+  return Result;
 }
 
-const llvm::DenseMap<const FunctionDecl *, const RecordedError *> &
+const llvm::DenseMap<const FunctionDecl *, BrokenFunction> &
 brokenFunctions(const PrecisionContext &Functions, ASTContext &Ctx) {
   UnitErrors &Unit = *Current;
   if (!Unit.Broken) {
@@ -232,14 +392,14 @@ brokenFunctions(const PrecisionContext &Functions, ASTContext &Ctx) {
         ErrorsIn[FD].push_back(&E);
     }
     for (const auto &[FD, Errors] : ErrorsIn)
-      if (const RecordedError *Cut = firstCut(*FD, Errors, SM))
-        Unit.Broken->try_emplace(FD, Cut);
+      if (BrokenFunction Judged = judgeBody(*FD, Errors, SM, Ctx.getLangOpts()); Judged.FirstError)
+        Unit.Broken->try_emplace(FD, std::move(Judged));
     // Declarations Sema rejected without an error inside the body's range (a parameter
     // of a type from a missing header is reported at the parameter, which is in range too,
     // but a redeclaration conflict is reported elsewhere).
     for (const FunctionDecl *FD : Functions.functions())
       if (FD->isInvalidDecl())
-        Unit.Broken->try_emplace(FD, nullptr);
+        Unit.Broken->try_emplace(FD, BrokenFunction{});
   }
   return *Unit.Broken;
 }
@@ -275,13 +435,10 @@ bool inUncheckedPart(const Stmt *Node, SourceLocation Loc, const PrecisionContex
   auto It = Broken.find(FD);
   if (It == Broken.end())
     return false;
-  const RecordedError *FirstError = It->second;
+  const BrokenFunction &Judged = It->second;
   const auto *Body = dyn_cast_or_null<CompoundStmt>(FD->getBody());
-  if (!FirstError || !Body)
+  if (!Judged.FirstError || !Body)
     return true; // an invalid declaration: nothing in it can be trusted
-  // The statement of the body that holds the finding, whole (a loop with everything in it):
-  // what runs after it cannot have flowed into it, so an error after its end leaves it as
-  // the compiler would have seen it; an error inside or before it may not.
   const SourceManager &SM = Ctx.getSourceManager();
   SourceLocation At = SM.getExpansionLoc(Loc);
   for (const Stmt *Top : Body->body()) {
@@ -289,8 +446,12 @@ bool inUncheckedPart(const Stmt *Node, SourceLocation Loc, const PrecisionContex
     SourceLocation End = SM.getExpansionRange(Top->getEndLoc()).getEnd();
     if (SM.isBeforeInTranslationUnit(At, Begin) || SM.isBeforeInTranslationUnit(End, At))
       continue;
-    SourceLocation ErrorAt = SM.getComposedLoc(FirstError->File, FirstError->Offset);
-    return !SM.isBeforeInTranslationUnit(End, ErrorAt);
+    if (Judged.AllFromFirstError) {
+      SourceLocation ErrorAt =
+          SM.getComposedLoc(Judged.FirstError->File, Judged.FirstError->Offset);
+      return !SM.isBeforeInTranslationUnit(End, ErrorAt);
+    }
+    return Judged.Unchecked.count(Top) != 0;
   }
   return true; // not inside any statement of the body (a default argument, say)
 }
@@ -310,9 +471,9 @@ void summarize(const PrecisionContext &Functions, ASTContext &Ctx) {
     if (It == Broken.end())
       continue;
     if (Summary.Unchecked++ == 0)
-      Summary.FirstUnchecked =
-          FD->getQualifiedNameAsString() +
-          (It->second ? " (" + It->second->Text + ")" : " (invalid declaration)");
+      Summary.FirstUnchecked = FD->getQualifiedNameAsString() +
+                               (It->second.FirstError ? " (" + It->second.FirstError->Text + ")"
+                                                      : " (invalid declaration)");
   }
   ::mpnanny::FindingLog::recordParse(std::move(Summary));
 }

@@ -5,11 +5,12 @@
 // platform), and Clang treats a missing include as fatal: it stops reading the file, so
 // every function after it went unchecked. Every mpnanny check asks for this before the
 // parse starts (registerPPCallbacks), so both doors behave alike: fatal errors become
-// errors, there is no error limit, and the location of every error is recorded. A function
-// whose body holds an error is checked only up to the statement before its first error (after
-// it the AST is partial and would mislead the analysis, and what follows cannot have flowed
-// into what came before); every other function is checked whole, and the count of those
-// holding errors is logged for mpnanny-check to print per file.
+// errors, there is no error limit, and the location of every error is recorded. In a function
+// whose body holds an error, the statement of the body that holds it is not checked (its AST is
+// partial and would mislead the analysis), nor is a later statement that reads what that one may
+// have changed, transitively; the statements before it, and those after it that read none of
+// that, run on values the compiler saw whole and are checked. The count of functions checked in
+// part is logged for mpnanny-check to print per file.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MPNANNY_CHECKS_UTILS_PARSEHEALTH_H
@@ -29,11 +30,12 @@ namespace parse_health {
 void keepGoing(Preprocessor &PP);
 
 /// Whether a finding about Node at Loc falls where its function's AST cannot be trusted: in a
-/// function whose declaration is invalid, in an expression that holds an error, or in a
-/// top-level statement of a function body (a loop counts whole) that ends after the function's
-/// first error that may touch LibTorch state (`bool wide = absl::GetFlag(...) > 0;` only leaves
-/// `wide` unknown, `std::ifstream f(path);` with <fstream> missing only a file). False outside
-/// broken functions and when keepGoing() was not called.
+/// function whose declaration is invalid, in an expression that holds an error, in a top-level
+/// statement of a function body (a loop counts whole) that holds an error that may touch
+/// LibTorch state (`bool wide = absl::GetFlag(...) > 0;` only leaves `wide` unknown,
+/// `std::ifstream f(path);` with <fstream> missing only a file), or in a later one that reads
+/// what such a statement may have changed. False outside broken functions and when keepGoing()
+/// was not called.
 bool inUncheckedPart(const Stmt *Node, SourceLocation Loc, const PrecisionContext &Functions,
                      ASTContext &Ctx);
 

@@ -109,14 +109,10 @@ struct CacheEntry {
 };
 thread_local std::vector<CacheEntry> Cache;
 
-/// Calls Written with every declaration the statement may write: the left side of an
-/// assignment, an increment, an address taken, the object of an in-place op (LibTorch's
-/// in-place ops end in '_' and are const methods in TensorBody.h; left out when InPlaceOps
-/// is false, for questions about a tensor's dtype, which they keep) or of a non-const
-/// method, an argument bound to a non-const reference, and a variable a lambda captures by
-/// reference.
+} // namespace
+
 void forEachWrite(const Stmt *Root, const std::function<void(const ValueDecl *)> &Written,
-                  bool InPlaceOps = true) {
+                  bool InPlaceOps) {
   auto Write = [&](const Expr *E) {
     if (const ValueDecl *D = namedValue(E))
       Written(D);
@@ -158,6 +154,8 @@ void forEachWrite(const Stmt *Root, const std::function<void(const ValueDecl *)>
     return true;
   });
 }
+
+namespace {
 
 /// `Target = Value;` as a statement (a plain assignment, through its cleanups): Value.
 const Expr *assignedValue(const Stmt *S, const ValueDecl *Target) {

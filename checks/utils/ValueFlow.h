@@ -18,6 +18,7 @@
 #include "clang/AST/Expr.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,15 @@ struct FlowValues {
   std::vector<FlowValue> Values;
   bool Complete = false;
 };
+
+/// Calls Written with every declaration the statement may write: the left side of an
+/// assignment, an increment, an address taken, the object of an in-place op (LibTorch's
+/// in-place ops end in '_' and are const methods in TensorBody.h; left out when InPlaceOps
+/// is false, for questions about a tensor's dtype, which they keep) or of a non-const
+/// method, an argument bound to a non-const reference, and a variable a lambda captures by
+/// reference.
+void forEachWrite(const Stmt *Root, const std::function<void(const ValueDecl *)> &Written,
+                  bool InPlaceOps = true);
 
 class ValueFlow {
 public:

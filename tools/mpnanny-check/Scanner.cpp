@@ -211,10 +211,10 @@ std::vector<std::string> parseProblems(const std::vector<FileScan> &Scans,
     std::string Coverage = "the scan of this file is incomplete";
     for (const ParseSummary &P : S.Parse)
       if (P.Functions && P.Unchecked)
-        Coverage =
-            std::to_string(P.Unchecked) + " of " + std::to_string(P.Functions) +
-            " function(s) checked only before their first error (first: " + P.FirstUnchecked +
-            "), the others whole";
+        Coverage = std::to_string(P.Unchecked) + " of " + std::to_string(P.Functions) +
+                   " function(s) checked in part, without the statements an error may have changed "
+                   "(first: " +
+                   P.FirstUnchecked + "), the others whole";
       else if (P.Functions)
         Coverage = "its " + std::to_string(P.Functions) +
                    " function(s) were checked, but what did not parse was not seen";

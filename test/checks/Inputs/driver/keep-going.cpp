@@ -87,3 +87,38 @@ torch::Tensor weights_from_the_gap(torch::Tensor x, Settings &settings) {
   }
   return h.masked_fill(h > 0, -1e9);
 }
+
+// A statement after an error is checked when it reads nothing the erroneous statement may have
+// changed: a function the missing header declares may change the tensors passed to it, and what
+// is computed from them; the other values are as the compiler saw them.
+torch::Tensor after_an_unknown_call(torch::Tensor x, torch::Tensor y) {
+  auto h = x.to(torch::kHalf);
+  project::normalize_in_place(h);
+  auto g = y.to(torch::kHalf);
+  auto safe = g.clamp_min(1e-12);
+  auto unsure = h.clamp_min(1e-12);
+  auto derived = h * 2;
+  auto later = derived.masked_fill(derived > 0, -1e9);
+  return safe + unsure + later;
+}
+
+// A LibTorch function whose argument holds an error (a dtype these headers lack) only read the
+// tensors passed to it: what follows and reads them is checked.
+torch::Tensor after_a_dtype_the_headers_lack(torch::Tensor input) {
+  torch::Tensor out;
+  out = torch::zeros_like(input, input.options().dtype(torch::kFloat8_e4m3fn));
+  auto amax = input.to(torch::kHalf).abs().max();
+  auto scale = (amax / 448.0f).clamp_min(1e-12);
+  auto written = out.to(torch::kHalf).clamp_min(1e-12);
+  return scale + written;
+}
+
+// A declaration Sema rejected may have lost what it named: every name in its text counts.
+torch::Tensor after_a_rejected_declaration(torch::Tensor x, torch::Tensor y) {
+  auto h = x.to(torch::kHalf);
+  auto g = y.to(torch::kHalf);
+  ProjectBuffer buffer(h, 4);
+  auto kept = h.clamp_min(1e-12);
+  auto other = g.clamp_min(1e-12);
+  return kept + other;
+}
