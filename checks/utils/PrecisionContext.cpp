@@ -449,15 +449,15 @@ std::optional<Format> PrecisionContext::dtypeOf(const Expr *E) const {
   const ValueDecl *V = namedValue(E);
   if (const auto *Param = dyn_cast_or_null<ParmVarDecl>(V))
     return parameterDtype(*Param);
-  if (!holdsProjectValue(V))
-    return std::nullopt;
-  V = cast<ValueDecl>(V->getCanonicalDecl());
-  if (auto It = LocalDtypes.find(V); It != LocalDtypes.end())
-    return It->second.Format;
-  if (Facts)
-    if (auto It = Facts->Dtypes.find(keyOf(V)); It != Facts->Dtypes.end())
+  if (holdsProjectValue(V)) {
+    V = cast<ValueDecl>(V->getCanonicalDecl());
+    if (auto It = LocalDtypes.find(V); It != LocalDtypes.end())
       return It->second.Format;
-  return std::nullopt;
+    if (Facts)
+      if (auto It = Facts->Dtypes.find(keyOf(V)); It != Facts->Dtypes.end())
+        return It->second.Format;
+  }
+  return stableLocalDtype(E);
 }
 
 std::optional<Format> PrecisionContext::stableLocalDtype(const Expr *E) const {
@@ -491,6 +491,8 @@ std::optional<Format> PrecisionContext::parameterDtype(const ParmVarDecl &Param)
              !Param.hasUninstantiatedDefaultArg()) {
     Passed.push_back(Param.getDefaultArg());
   }
+  // Not dtypeOf: a caller's own dtype parameter would lead from call to call, round a
+  // recursion for ever.
   return agreedFormatOf(Passed, [&](const Expr *Arg) {
     auto F = dtypeNamedIn(Arg);
     if (!F) // `torch::Dtype freqs_dtype = torch::kFloat64; f(..., freqs_dtype);`
@@ -507,8 +509,6 @@ std::optional<Format> PrecisionContext::explicitDtypeOf(const TorchCall &Call) c
     visitDescendants(Arg, [&](const Stmt *S) {
       if (!Found && (isa<DeclRefExpr>(S) || isa<MemberExpr>(S)))
         Found = dtypeOf(cast<Expr>(S));
-      if (!Found && isa<DeclRefExpr>(S))
-        Found = stableLocalDtype(cast<Expr>(S));
       return !Found;
     });
     if (Found)

@@ -106,8 +106,10 @@ public:
   /// project does X" may be claimed from.
   bool seesWholeProject() const { return Facts != nullptr; }
 
-  /// The dtype a value names: a torch dtype constant, or a member or variable given a half
-  /// dtype somewhere in the project (`dtype_ = torch::kHalf`, a config field).
+  /// The dtype a value names: a torch dtype constant, a dtype or options parameter
+  /// (parameterDtype), a member or variable given a half dtype somewhere in the project
+  /// (`dtype_ = torch::kHalf`, a config field), or a local that nothing changes after its
+  /// initializer (stableLocalDtype).
   std::optional<kb::Format> dtypeOf(const Expr *E) const;
   /// The dtype of a local dtype or options value that nothing changes after its initializer.
   std::optional<kb::Format> stableLocalDtype(const Expr *E) const;

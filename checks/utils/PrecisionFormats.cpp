@@ -316,11 +316,7 @@ std::optional<Format> PrecisionContext::opaqueCallFormat(const CallExpr &Call, i
   std::optional<Format> Agreed;
   for (const Expr *Arg : Call.arguments()) {
     if (isOptionsOrDtype(Arg->getType())) {
-      const Expr *Options = ignoreConversions(Arg);
-      auto F = dtypeOf(Options);
-      if (!F)
-        F = stableLocalDtype(Options);
-      return F;
+      return dtypeOf(ignoreConversions(Arg));
     }
     if (!isTensorType(Arg->getType()))
       continue;
