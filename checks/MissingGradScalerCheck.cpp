@@ -39,11 +39,22 @@ static bool isFp16(kb::Precision P) {
   return P == kb::Precision::FP16 || P == kb::Precision::AutocastFP16;
 }
 
+void MissingGradScalerCheck::onStartOfTranslationUnit() {
+  MpnannyCheck::onStartOfTranslationUnit();
+  OnlyDiscardsGradients.reset();
+}
+
 void MissingGradScalerCheck::check(const MatchFinder::MatchResult &Result) {
   const auto *Call = Result.Nodes.getNodeAs<CallExpr>("backward");
   ASTContext &Ctx = *Result.Context;
   auto Loss = backwardLoss(*Call);
   if (!Loss)
+    return;
+  // Both findings are about the gradients an update uses: a unit that only throws its gradients
+  // away (a benchmark of backward, a test of an op's gradient) loses nothing to either.
+  if (!OnlyDiscardsGradients)
+    OnlyDiscardsGradients = unitOnlyDiscardsGradients(Ctx);
+  if (*OnlyDiscardsGradients)
     return;
   const PrecisionContext &Context = precisionContext(Ctx);
   std::string Spelled =

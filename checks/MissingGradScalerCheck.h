@@ -3,6 +3,7 @@
 #define MPNANNY_CHECKS_MISSINGGRADSCALERCHECK_H
 
 #include "utils/MpnannyCheck.h"
+#include <optional>
 
 namespace clang::tidy::mpnanny {
 
@@ -16,6 +17,11 @@ public:
   using MpnannyCheck::MpnannyCheck;
   void registerCheckMatchers(ast_matchers::MatchFinder *Finder) override;
   void check(const ast_matchers::MatchFinder::MatchResult &Result) override;
+  void onStartOfTranslationUnit() override;
+
+private:
+  /// unitOnlyDiscardsGradients, worked out once per translation unit.
+  std::optional<bool> OnlyDiscardsGradients;
 };
 
 } // namespace clang::tidy::mpnanny

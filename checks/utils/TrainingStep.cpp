@@ -2,6 +2,7 @@
 #include "TrainingStep.h"
 
 #include "TorchCalls.h"
+#include "UserCodeVisitor.h"
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ParentMapContext.h"
@@ -566,6 +567,69 @@ private:
   ASTContext &Ctx;
 };
 } // namespace
+
+namespace {
+/// What the unit's user code does with gradients: uses them (an optimizer step, a weight
+/// update, clipping, unscaling, a scaler, a read of a tensor's grad()) or throws them away (a
+/// zero_grad(), `p.mutable_grad() = torch::Tensor()`, `p.grad().zero_()`).
+class GradientUseFinder : public UserCodeVisitor<GradientUseFinder> {
+public:
+  explicit GradientUseFinder(ASTContext &Ctx) : UserCodeVisitor(Ctx.getSourceManager()), Ctx(Ctx) {}
+  bool VisitCallExpr(CallExpr *C) {
+    const FunctionDecl *Callee = C->getDirectCallee();
+    llvm::StringRef Name =
+        Callee && Callee->getIdentifier() ? Callee->getName() : llvm::StringRef();
+    if (isOptimizerStep(*C) || isClipGradCall(*C) || scalerMethod(*C) ||
+        Name.contains_insensitive("unscale") || isInPlaceWeightUpdate(*C, Ctx))
+      Uses = true;
+    else if (Name == "zero_grad")
+      Discards = true;
+    else if (isa<CXXMemberCallExpr>(C) && (Name == "grad" || Name == "mutable_grad"))
+      (resets(*C) ? Discards : Uses) = true;
+    return !Uses;
+  }
+  bool Uses = false;
+  bool Discards = false;
+
+private:
+  /// `g = torch::Tensor()`, `g.zero_()`, `g.reset()`, `g.defined()` of the gradient G:
+  /// nothing reads its values.
+  bool resets(const CallExpr &Grad) {
+    const Expr *Child = &Grad;
+    DynTypedNodeList Parents = Ctx.getParents(*Child);
+    while (!Parents.empty() &&
+           (Parents[0].get<ImplicitCastExpr>() || Parents[0].get<MaterializeTemporaryExpr>() ||
+            Parents[0].get<MemberExpr>())) {
+      Child = Parents[0].get<Expr>();
+      Parents = Ctx.getParents(Parents[0]);
+    }
+    if (Parents.empty())
+      return false;
+    if (const auto *Member = Parents[0].get<CXXMemberCallExpr>()) {
+      const CXXMethodDecl *M = Member->getMethodDecl();
+      llvm::StringRef N = M && M->getIdentifier() ? M->getName() : "";
+      return N == "zero_" || N == "detach_" || N == "reset" || N == "defined";
+    }
+    const auto *Assign = Parents[0].get<CXXOperatorCallExpr>();
+    if (!Assign || Assign->getOperator() != OO_Equal || Assign->getNumArgs() != 2 ||
+        Assign->getArg(0)->IgnoreImplicit() != Grad.IgnoreImplicit())
+      return false;
+    const Expr *Value = Assign->getArg(1)->IgnoreImplicit();
+    if (const auto *Construct = dyn_cast<CXXConstructExpr>(Value)) // torch::Tensor()
+      return Construct->getNumArgs() == 0;
+    if (const auto *List = dyn_cast<InitListExpr>(Value))
+      return List->getNumInits() == 0;
+    return false;
+  }
+  ASTContext &Ctx;
+};
+} // namespace
+
+bool unitOnlyDiscardsGradients(ASTContext &Ctx) {
+  GradientUseFinder Finder(Ctx);
+  Finder.TraverseDecl(Ctx.getTranslationUnitDecl());
+  return Finder.Discards && !Finder.Uses;
+}
 
 bool autocastCacheDisabled(ASTContext &Ctx) {
   CacheSwitchFinder Finder(Ctx);

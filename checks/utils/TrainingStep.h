@@ -76,6 +76,12 @@ bool unscalesGradients(const Stmt &S, ASTContext &Ctx);
 /// user function that calls it, or an object whose destructor calls it (a guard).
 bool clearsAutocastCache(const Stmt &S);
 
+/// Whether the translation unit's user code computes gradients only to throw them away: it
+/// resets them (zero_grad(), `p.mutable_grad() = torch::Tensor()`, `p.grad().zero_()`) and
+/// never steps an optimizer, updates a weight, clips, unscales, or reads a gradient. Such a
+/// unit measures or tests backward(); it does not train.
+bool unitOnlyDiscardsGradients(ASTContext &Ctx);
+
 /// Whether user code anywhere in the translation unit switches the autocast cache
 /// off (`at::autocast::set_autocast_cache_enabled(false)`).
 bool autocastCacheDisabled(ASTContext &Ctx);
