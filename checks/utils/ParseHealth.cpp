@@ -228,12 +228,8 @@ bool mayWriteItsArguments(const Expr &Callee) {
     return true;
   return llvm::any_of(Overloads->decls(), [](const NamedDecl *D) {
     D = D->getUnderlyingDecl();
-    std::string Qualified = D->getQualifiedNameAsString();
     llvm::StringRef Name = D->getIdentifier() ? D->getName() : "";
-    bool Library = llvm::StringRef(Qualified).starts_with("at::") ||
-                   llvm::StringRef(Qualified).starts_with("torch::") ||
-                   llvm::StringRef(Qualified).starts_with("c10::") ||
-                   llvm::StringRef(Qualified).starts_with("std::");
+    bool Library = isLibTorchDecl(*D) || D->isInStdNamespace();
     return !Library || Name.ends_with("_") || Name.contains("_out");
   });
 }

@@ -41,7 +41,7 @@ bool isTensorType(QualType T) {
   return isTensorRecord(T->getAsCXXRecordDecl());
 }
 
-static bool isLibTorchDecl(const Decl &D) {
+bool isLibTorchDecl(const Decl &D) {
   std::string NS = enclosingNamespaces(D);
   llvm::StringRef Outer = llvm::StringRef(NS).split("::").first;
   return Outer == "torch" || Outer == "at" || Outer == "c10";

@@ -98,6 +98,8 @@ bool isOptionsOrDtype(QualType T);
 /// one, a pointer to one, or a class of the project with such a member. A type the compiler
 /// could not work out (dependent, or an incomplete class outside std) may.
 bool mayCarryTorchState(QualType T);
+/// A declaration of LibTorch: in namespace torch, at or c10 (or one nested in them).
+bool isLibTorchDecl(const Decl &D);
 
 /// Strips the implicit nodes that LibTorch's conversions add around an argument.
 const Expr *ignoreConversions(const Expr *E);
