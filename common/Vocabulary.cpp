@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <utility>
 
 namespace mpnanny::vocab {
@@ -16,99 +17,113 @@ namespace {
 
 template <typename Enum> using Table = std::vector<std::pair<Enum, const char *>>;
 
+// Built once and never destroyed. The runtime's exit handlers (watch()'s nanny, the verification
+// session) name risks and verdicts after exit() has begun destroying statics, and a table first
+// built after a handler was registered is destroyed before that handler runs (LibTorch 2.6's
+// examples crashed there, in parse<RiskKind>, when the verification session closed).
+template <typename Enum>
+const Table<Enum> &kept(std::initializer_list<typename Table<Enum>::value_type> Entries) {
+  return *new Table<Enum>(Entries);
+}
+
 template <typename Enum> const Table<Enum> &table();
 
 template <> const Table<Precision> &table() {
-  static const Table<Precision> Names = {{Precision::FP32, "fp32"},
-                                         {Precision::FP16, "fp16"},
-                                         {Precision::BF16, "bf16"},
-                                         {Precision::AutocastFP16, "autocast-fp16"},
-                                         {Precision::AutocastBF16, "autocast-bf16"}};
+  static const Table<Precision> &Names =
+      kept<Precision>({{Precision::FP32, "fp32"},
+                       {Precision::FP16, "fp16"},
+                       {Precision::BF16, "bf16"},
+                       {Precision::AutocastFP16, "autocast-fp16"},
+                       {Precision::AutocastBF16, "autocast-bf16"}});
   return Names;
 }
 
 // A format is named as the precision that computes in it, and a half format as its format.
 template <> const Table<Format> &table() {
-  static const Table<Format> Names = {{Format::FP32, name(Precision::FP32)},
-                                      {Format::FP16, name(Precision::FP16)},
-                                      {Format::BF16, name(Precision::BF16)}};
+  static const Table<Format> &Names = kept<Format>({{Format::FP32, name(Precision::FP32)},
+                                                    {Format::FP16, name(Precision::FP16)},
+                                                    {Format::BF16, name(Precision::BF16)}});
   return Names;
 }
 
 template <> const Table<HalfFormat> &table() {
-  static const Table<HalfFormat> Names = {{HalfFormat::FP16, name(Format::FP16)},
-                                          {HalfFormat::BF16, name(Format::BF16)}};
+  static const Table<HalfFormat> &Names = kept<HalfFormat>(
+      {{HalfFormat::FP16, name(Format::FP16)}, {HalfFormat::BF16, name(Format::BF16)}});
   return Names;
 }
 
 template <> const Table<AlertType> &table() {
-  static const Table<AlertType> Names = {{AlertType::Nan, "NAN"},
-                                         {AlertType::Inf, "INF"},
-                                         {AlertType::Overflow, "OVERFLOW"},
-                                         {AlertType::OverflowRisk, "OVERFLOW_RISK"},
-                                         {AlertType::Underflow, "UNDERFLOW"},
-                                         {AlertType::GradExplosion, "GRAD_EXPLOSION"},
-                                         {AlertType::GradVanish, "GRAD_VANISH"},
-                                         {AlertType::Swamping, "SWAMPING"},
-                                         {AlertType::LossScaleDrop, "LOSS_SCALE_DROP"},
-                                         {AlertType::LossScaleCollapse, "LOSS_SCALE_COLLAPSE"},
-                                         {AlertType::LossScaleDiverged, "LOSS_SCALE_DIVERGED"}};
+  static const Table<AlertType> &Names =
+      kept<AlertType>({{AlertType::Nan, "NAN"},
+                       {AlertType::Inf, "INF"},
+                       {AlertType::Overflow, "OVERFLOW"},
+                       {AlertType::OverflowRisk, "OVERFLOW_RISK"},
+                       {AlertType::Underflow, "UNDERFLOW"},
+                       {AlertType::GradExplosion, "GRAD_EXPLOSION"},
+                       {AlertType::GradVanish, "GRAD_VANISH"},
+                       {AlertType::Swamping, "SWAMPING"},
+                       {AlertType::LossScaleDrop, "LOSS_SCALE_DROP"},
+                       {AlertType::LossScaleCollapse, "LOSS_SCALE_COLLAPSE"},
+                       {AlertType::LossScaleDiverged, "LOSS_SCALE_DIVERGED"}});
   return Names;
 }
 
 template <> const Table<AlertSeverity> &table() {
-  static const Table<AlertSeverity> Names = {{AlertSeverity::Info, "INFO"},
-                                             {AlertSeverity::Warning, "WARNING"},
-                                             {AlertSeverity::Error, "ERROR"}};
+  static const Table<AlertSeverity> &Names =
+      kept<AlertSeverity>({{AlertSeverity::Info, "INFO"},
+                           {AlertSeverity::Warning, "WARNING"},
+                           {AlertSeverity::Error, "ERROR"}});
   return Names;
 }
 
 template <> const Table<Severity> &table() {
-  static const Table<Severity> Names = {
-      {Severity::Note, "note"}, {Severity::Warning, "warning"}, {Severity::Error, "error"}};
+  static const Table<Severity> &Names = kept<Severity>(
+      {{Severity::Note, "note"}, {Severity::Warning, "warning"}, {Severity::Error, "error"}});
   return Names;
 }
 
 template <> const Table<Verdict> &table() {
-  static const Table<Verdict> Names = {{Verdict::Confirmed, "CONFIRMED"},
-                                       {Verdict::AtRisk, "AT_RISK"},
-                                       {Verdict::NotObserved, "NOT_OBSERVED"},
-                                       {Verdict::NotReached, "NOT_REACHED"}};
+  static const Table<Verdict> &Names = kept<Verdict>({{Verdict::Confirmed, "CONFIRMED"},
+                                                      {Verdict::AtRisk, "AT_RISK"},
+                                                      {Verdict::NotObserved, "NOT_OBSERVED"},
+                                                      {Verdict::NotReached, "NOT_REACHED"}});
   return Names;
 }
 
 template <> const Table<Check> &table() {
-  static const Table<Check> Names = {{Check::AutocastCache, "mpnanny-autocast-cache"},
-                                     {Check::ClipBeforeUnscale, "mpnanny-clip-before-unscale"},
-                                     {Check::Fp16ConstantRange, "mpnanny-fp16-constant-range"},
-                                     {Check::GradScalerConfig, "mpnanny-grad-scaler-config"},
-                                     {Check::LogSoftmax, "mpnanny-log-softmax"},
-                                     {Check::LossInHalf, "mpnanny-loss-in-half"},
-                                     {Check::MasterWeights, "mpnanny-master-weights"},
-                                     {Check::MissingGradScaler, "mpnanny-missing-grad-scaler"},
-                                     {Check::NaiveSoftmax, "mpnanny-naive-softmax"},
-                                     {Check::NormInHalf, "mpnanny-norm-in-half"},
-                                     {Check::RiskyOp, "mpnanny-risky-op"},
-                                     {Check::SoftmaxDtype, "mpnanny-softmax-dtype"},
-                                     {Check::UnsafeMath, "mpnanny-unsafe-math"},
-                                     {Check::UnscaledSum, "mpnanny-unscaled-sum"}};
+  static const Table<Check> &Names =
+      kept<Check>({{Check::AutocastCache, "mpnanny-autocast-cache"},
+                   {Check::ClipBeforeUnscale, "mpnanny-clip-before-unscale"},
+                   {Check::Fp16ConstantRange, "mpnanny-fp16-constant-range"},
+                   {Check::GradScalerConfig, "mpnanny-grad-scaler-config"},
+                   {Check::LogSoftmax, "mpnanny-log-softmax"},
+                   {Check::LossInHalf, "mpnanny-loss-in-half"},
+                   {Check::MasterWeights, "mpnanny-master-weights"},
+                   {Check::MissingGradScaler, "mpnanny-missing-grad-scaler"},
+                   {Check::NaiveSoftmax, "mpnanny-naive-softmax"},
+                   {Check::NormInHalf, "mpnanny-norm-in-half"},
+                   {Check::RiskyOp, "mpnanny-risky-op"},
+                   {Check::SoftmaxDtype, "mpnanny-softmax-dtype"},
+                   {Check::UnsafeMath, "mpnanny-unsafe-math"},
+                   {Check::UnscaledSum, "mpnanny-unscaled-sum"}});
   return Names;
 }
 
 template <> const Table<RiskKind> &table() {
-  static const Table<RiskKind> Names = {{RiskKind::Overflow, "overflow"},
-                                        {RiskKind::Underflow, "underflow"},
-                                        {RiskKind::PrecisionLoss, "precision-loss"},
-                                        {RiskKind::Domain, "domain"},
-                                        {RiskKind::Banned, "banned"}};
+  static const Table<RiskKind> &Names = kept<RiskKind>({{RiskKind::Overflow, "overflow"},
+                                                        {RiskKind::Underflow, "underflow"},
+                                                        {RiskKind::PrecisionLoss, "precision-loss"},
+                                                        {RiskKind::Domain, "domain"},
+                                                        {RiskKind::Banned, "banned"}});
   return Names;
 }
 
 // A gradient past its format's range is the overflow a risk names.
 template <> const Table<BadValue> &table() {
-  static const Table<BadValue> Names = {{BadValue::Overflow, name(RiskKind::Overflow)},
-                                        {BadValue::Inf, "inf"},
-                                        {BadValue::Nan, "nan"}};
+  static const Table<BadValue> &Names =
+      kept<BadValue>({{BadValue::Overflow, name(RiskKind::Overflow)},
+                      {BadValue::Inf, "inf"},
+                      {BadValue::Nan, "nan"}});
   return Names;
 }
 
@@ -129,10 +144,10 @@ bool equalIgnoringCase(std::string_view A, std::string_view B) {
 } // namespace
 
 template <typename Enum> const std::vector<Enum> &all() {
-  static const std::vector<Enum> Values = [] {
-    std::vector<Enum> Out;
+  static const std::vector<Enum> &Values = *[] {
+    auto *Out = new std::vector<Enum>; // kept for the exit handlers, as the tables are
     for (const auto &Entry : table<Enum>())
-      Out.push_back(Entry.first);
+      Out->push_back(Entry.first);
     return Out;
   }();
   return Values;

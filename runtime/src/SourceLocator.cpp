@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace mpnanny {
 namespace {
@@ -75,7 +76,7 @@ bool SourceLocator::is_library_function(const std::string& demangled) {
   // demangles "at::Tensor torch::nn::AnyModuleHolder<...>::forward(...)").
   int depth = 0;
   size_t name_start = 0, name_end = demangled.size();
-  static const std::string kAnonymous = "(anonymous namespace)";
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
   for (size_t i = 0; i < demangled.size(); ++i) {
     if (demangled.compare(i, kAnonymous.size(), kAnonymous) == 0) {
       i += kAnonymous.size() - 1;
