@@ -163,6 +163,9 @@ TEST(Nanny, AForkedChildExitsAndItsOwnNannyWatchesIt) {
   const pid_t child = fork();
   ASSERT_NE(child, -1);
   if (child == 0) {
+    // One thread, as PyTorch's data-loader workers set: the parent's OpenMP pool did not survive
+    // the fork, and LibTorch 2.6's softmax waits in GOMP_parallel for its threads forever.
+    at::set_num_threads(1);
     // Exit codes tell the parent what went wrong.
     child_trains(nanny, 3);  // the inherited Nanny: off, quietly
     nanny.flush();
