@@ -20,6 +20,7 @@
 #include "ScenarioSupport.h"
 #include "TestSupport.h"
 #include "TracedEveryStep.h"
+#include "Vocabulary.h"
 #include "attribution/Attribution.h"
 #include "mpnanny/GradScaler.h"
 #include "mpnanny/Nanny.h"
@@ -481,6 +482,20 @@ TEST(Nanny, WatchStoresItsLastStepWhenTheProgramExits) {
                         "WHERE t.step=3 AND t.phase='weight' AND (SELECT sum(value) FROM json_each(h.counts)) = "
                         "t.numel - t.zero_count - t.nan_count - t.inf_count"),
             "4");
+}
+
+// The verification session and watch()'s nanny close from exit handlers registered when they
+// start, and name risks and verdicts there. A vocabulary table first built after such a handler
+// was registered used to be destroyed before the handler ran: LibTorch 2.6's verified examples
+// crashed in parse<RiskKind> at exit. The child registers a handler, builds the table, exits.
+TEST(Vocabulary, TablesOutliveExitHandlersRegisteredBeforeThem) {
+  const auto register_build_and_exit = [] {
+    mallopt(M_PERTURB, 0x5a);  // freed memory filled, so that reading it shows
+    std::atexit([] { std::_Exit(vocab::parse<vocab::RiskKind>("domain") == vocab::RiskKind::Domain ? 0 : 7); });
+    if (vocab::parse<vocab::RiskKind>("overflow") != vocab::RiskKind::Overflow) std::_Exit(8);  // built now
+    std::exit(0);
+  };
+  EXPECT_EXIT(register_build_and_exit(), testing::ExitedWithCode(0), "");
 }
 
 // A user's library whose name begins like LibTorch's is the user's: a prefix match skipped every
