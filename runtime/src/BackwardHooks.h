@@ -53,7 +53,7 @@ class BackwardHooks {
 
   std::shared_ptr<HookTarget> target_ = std::make_shared<HookTarget>();
   std::vector<std::pair<at::Tensor, unsigned>> parameter_hooks_;
-  std::unordered_set<const c10::TensorImpl*> hooked_parameters_;  // set before any op runs
+  std::unordered_set<const c10::TensorImpl*> hooked_parameters_;  // set before any op runs (resume() only adds parameters new since)
 };
 
 }  // namespace mpnanny

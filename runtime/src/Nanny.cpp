@@ -225,7 +225,7 @@ std::vector<Alert> Nanny::Impl::alerts() const {
 }
 
 void Nanny::Impl::begin_step(int64_t step) {
-  if (in_step_ || off_step_open_) return;
+  if (in_step_ || off_step_open_ || paused_.load()) return;
   if (!active_.load()) {
     // Switched off in a process group: it still counts the steps every rank agrees to trace.
     if (agreement_ && !closed_.load()) {
@@ -463,7 +463,7 @@ void Nanny::Impl::start_watch_mode() {
 }
 
 void Nanny::Impl::record_scalar(const std::string& name, double value) {
-  if (!active_.load()) return;
+  if (!active_.load() || paused_.load()) return;
   recorder_.enqueue(ScalarRecord{step_, name, value});
 }
 
@@ -490,6 +490,27 @@ void Nanny::Impl::close() {
   } catch (...) {
   }
   recorder_.close();
+}
+
+void Nanny::Impl::pause() {
+  if (closed_.load() || paused_.exchange(true)) return;
+  std::lock_guard<std::mutex> step_lock(step_signal_mutex_);
+  if (in_step_ || off_step_open_) end_step();
+  if (!active_.load()) return;
+  // Removed, not silenced: a hook that returns at once still costs a call per parameter per
+  // backward pass, and a paused nanny is meant to cost nothing.
+  hooks_.unhook_parameters();
+}
+
+void Nanny::Impl::resume() {
+  if (!paused_.load()) return;
+  std::lock_guard<std::mutex> step_lock(step_signal_mutex_);
+  paused_ = false;
+  if (closed_.load() || !active_.load()) return;
+  hooks_.point_at(this);
+  if (model_) hooks_.hook_parameters(*model_, [this](const std::string& name) { return parameter_selected(name); });
+  // watch() has no step loop: the next backward pass ends the step it opens here.
+  if (watch_mode_) begin_step(step_ + 1);
 }
 
 void Nanny::Impl::report_verdicts() {
@@ -641,6 +662,29 @@ void start_verification_from_environment() {
   }
 }
 
+void Nanny::pause() {
+  const MaskedFpExceptions masked;
+  try {
+    impl_->pause();
+  } catch (const std::exception& exception) {
+    impl_->switch_off(exception.what());
+  } catch (...) {
+    impl_->switch_off("unknown exception");
+  }
+}
+
+void Nanny::resume() {
+  const MaskedFpExceptions masked;
+  try {
+    impl_->resume();
+  } catch (const std::exception& exception) {
+    impl_->switch_off(exception.what());
+  } catch (...) {
+    impl_->switch_off("unknown exception");
+  }
+}
+
+bool Nanny::paused() const { return impl_->paused(); }
 bool Nanny::active() const { return impl_->active(); }
 std::vector<Alert> Nanny::alerts() const { return impl_->alerts(); }
 std::string Nanny::database_path() const { return impl_->database_path(); }

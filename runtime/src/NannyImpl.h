@@ -56,6 +56,9 @@ class Nanny::Impl {
   void record_scalar(const std::string& name, double value);
   void flush();
   void close();
+  void pause();
+  void resume();
+  bool paused() const { return paused_.load(); }
   /// Stops observing for good, after one warning (none for an empty `why`); training goes on.
   void switch_off(const std::string& why);
   bool active() const { return active_.load(); }
@@ -127,6 +130,7 @@ class Nanny::Impl {
   const bool implicit_steps_;
   std::atomic<bool> active_{false};
   std::atomic<bool> closed_{false};
+  std::atomic<bool> paused_{false};  // pause(): steps are not begun, the gradient hooks are removed
 
   mutable std::mutex mutex_;  // guards the rooms below: callbacks may run on several threads
   Recorder recorder_;

@@ -241,6 +241,69 @@ TEST(Nanny, StepsThatAreNotTracedObserveNothing) {
             (test::Rows{{"0"}, {"5"}}));
 }
 
+// pause() ends the step in progress and observes nothing until resume(): no ops, no gradients, no
+// step rows, no scalars, no alerts; resume() puts the gradient hooks back.
+TEST(Nanny, APausedNannyObservesNothingUntilResumed) {
+  ScratchDir dir;
+  torch::manual_seed(20);
+  auto net = std::make_shared<OverflowNet>(4500.0);
+  Nanny nanny(net, traced_every_step(dir));
+  const torch::Tensor x = torch::full({8, 16}, 2.0), y = torch::randn({8, 8});
+  torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(1e-3));
+  int overflow_line = 0;
+  std::vector<size_t> alerts_after_step;
+  for (int64_t step = 0; step < 6; ++step) {
+    if (step == 1) nanny.pause();
+    if (step == 4) nanny.resume();
+    auto guard = nanny.step(step);
+    optimizer.zero_grad();
+    auto h = net->fc1(x); overflow_line = __LINE__;
+    if (step == 0) nanny.pause();  // inside a step: the step ends here, its backward pass is not seen
+    torch::Tensor loss = torch::mse_loss(net->fc2(net->norm(h)), y);
+    loss.backward();
+    optimizer.step();
+    nanny.record_scalar("loss", loss.item<double>());
+    guard.end();
+    alerts_after_step.push_back(nanny.alerts().size());
+    if (step == 0) nanny.resume();
+  }
+  EXPECT_FALSE(nanny.paused());
+  nanny.close();
+  const std::string db = nanny.database_path();
+  EXPECT_EQ(query(db, "SELECT step FROM steps ORDER BY step"), (test::Rows{{"0"}, {"4"}, {"5"}}));
+  EXPECT_EQ(query(db, "SELECT DISTINCT step FROM tensor_stats WHERE phase='gradient' ORDER BY step"),
+            (test::Rows{{"4"}, {"5"}}));
+  EXPECT_EQ(query(db, "SELECT DISTINCT step FROM tensor_stats WHERE phase<>'gradient' ORDER BY step"),
+            (test::Rows{{"0"}, {"4"}, {"5"}}));
+  EXPECT_EQ(query(db, "SELECT step FROM scalars ORDER BY step"), (test::Rows{{"4"}, {"5"}}));
+  // The overflow of step 0 was seen before the pause; steps 1-3 add nothing; step 4 sees it again.
+  ASSERT_EQ(alerts_after_step.size(), 6u);
+  EXPECT_GT(alerts_after_step[0], 0u);
+  EXPECT_EQ(alerts_after_step[3], alerts_after_step[0]);
+  EXPECT_GT(alerts_after_step[4], alerts_after_step[3]);
+  EXPECT_EQ(distinct(nanny.alerts()), (std::set<std::string>{"OVERFLOW@" + at_line(overflow_line)}))
+      << listing(nanny.alerts());
+}
+
+TEST(Nanny, PauseAndResumeAreIdempotentAndHarmlessOnAClosedNanny) {
+  ScratchDir dir;
+  auto net = std::make_shared<Mlp>(4, 4, 4);
+  Nanny nanny(net, traced_every_step(dir));
+  nanny.pause();
+  nanny.pause();
+  EXPECT_TRUE(nanny.paused());
+  nanny.resume();
+  nanny.resume();
+  EXPECT_FALSE(nanny.paused());
+  const torch::Tensor x = torch::randn({2, 4});
+  train(nanny, *net, 1, [&](int64_t) { return net->fc2(net->fc1(x)).pow(2).mean(); });
+  nanny.close();
+  nanny.pause();
+  nanny.resume();
+  EXPECT_EQ(query(nanny.database_path(), "SELECT DISTINCT step FROM tensor_stats WHERE phase='gradient'"),
+            (test::Rows{{"0"}}));
+}
+
 TEST(Nanny, WatchTracesWithoutAStepLoop) {
   ScratchDir dir;
   torch::manual_seed(18);

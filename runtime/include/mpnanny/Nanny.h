@@ -143,6 +143,16 @@ class Nanny {
   /// Stops observing, drains the writer and joins its thread. Idempotent; also run by ~Nanny.
   void close();
 
+  /// Stops observing until resume(): the step in progress ends, the parameters' gradient hooks are
+  /// removed, and steps begun while paused are neither observed nor recorded, so a paused nanny
+  /// costs the training what no nanny costs (an evaluation pass, a block of a benchmark). With
+  /// Options::process_group it is a collective: call it, and resume(), on every rank at the same
+  /// step, since a paused rank takes no part in the agreement of traced steps.
+  void pause();
+  /// Observes again from the next begin_step; the gradient hooks are put back.
+  void resume();
+  bool paused() const;
+
   /// False once disabled (option, environment) or switched off by an error.
   bool active() const;
   /// The first Options::alerts_in_memory alerts raised, in order (the database holds them all).
