@@ -258,7 +258,7 @@ sqlite3_stmt* bind_scalar(sqlite3_stmt* statement, int64_t run, const ScalarReco
   return bind_row(statement, run, scalar.step, scalar.name, scalar.value);
 }
 
-sqlite3_stmt* bind_site_verdict(sqlite3_stmt* statement, int64_t run, const SiteVerdictRecord& verdict) {
+sqlite3_stmt* bind_site_verdict(sqlite3_stmt* statement, int64_t run, const SiteVerdictRow& verdict) {
   return bind_row(statement, run, verdict.site_id, verdict.check, verdict.file, verdict.line, verdict.function,
                   verdict.verdict, verdict.evidence, verdict.steps_observed, verdict.worst_headroom, verdict.first_step,
                   verdict.value);
@@ -570,7 +570,7 @@ bool MetricsWriter::write_record(const Record& record) {
     statement = bind_memory(s.memory, run, *memory);
   } else if (const auto* scalar = std::get_if<ScalarRecord>(&record)) {
     statement = bind_scalar(s.scalar, run, *scalar);
-  } else if (const auto* verdict = std::get_if<SiteVerdictRecord>(&record)) {
+  } else if (const auto* verdict = std::get_if<SiteVerdictRow>(&record)) {
     if (!s.site_verdict &&
         !prepare_table_with_first_row(kSiteVerdictsSchema,
                                       "INSERT OR REPLACE INTO site_verdicts VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",

@@ -533,7 +533,7 @@ void Nanny::Impl::report_verdicts() {
   const std::vector<SiteVerdict> verdicts = verifier->verdicts();
   bool stored = true;
   for (const SiteVerdict& verdict : verdicts) {
-    SiteVerdictRecord record;
+    SiteVerdictRow record;
     record.site_id = verdict.site->id;
     record.check = verdict.site->check;
     record.file = verdict.site->file;

@@ -20,7 +20,7 @@
 namespace mpnanny::check {
 
 /// One row of site_verdicts, as mpnanny_query reads it (the one reader of that table).
-using SiteVerdict = query::StoredVerdict;
+using SiteVerdict = SiteVerdictRow;
 
 struct Verdicts {
   std::string Database;

@@ -388,12 +388,12 @@ RunVerdicts newest_site_verdicts(const std::string& path) {
                 " table): train with MPNANNY_VERIFY=1 and the sites file of --export-sites");
   }
   auto rows = prepared(
-      "SELECT run_id, site_id, verdict, evidence, steps_observed, worst_headroom, first_step, value "
-      "FROM site_verdicts WHERE run_id = (SELECT MAX(run_id) FROM site_verdicts)");
+      "SELECT run_id, site_id, verdict, evidence, steps_observed, worst_headroom, first_step, value, check_name, "
+      "file, line, function FROM site_verdicts WHERE run_id = (SELECT MAX(run_id) FROM site_verdicts)");
   RunVerdicts out;
   while (next(*rows)) {
     out.run_id = rows->integer(0);
-    StoredVerdict verdict;
+    SiteVerdictRow verdict;
     verdict.site_id = rows->text(1);
     verdict.verdict = rows->text(2);
     verdict.evidence = rows->text(3);
@@ -401,6 +401,10 @@ RunVerdicts newest_site_verdicts(const std::string& path) {
     verdict.worst_headroom = optional_real(*rows, 5);
     if (!rows->is_null(6)) verdict.first_step = rows->integer(6);
     verdict.value = optional_real(*rows, 7);
+    verdict.check = rows->text(8);
+    verdict.file = rows->text(9);
+    verdict.line = rows->integer(10);
+    verdict.function = rows->text(11);
     out.verdicts.push_back(std::move(verdict));
   }
   return out;

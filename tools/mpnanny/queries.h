@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "MetricsSchema.h"
 #include "Vocabulary.h"
 #include "database.h"
 
@@ -77,19 +78,9 @@ nlohmann::json sites(const Databases& databases);
 /// verdict first (the vocabulary's order), then by place.
 nlohmann::json site_verdicts(const Database& database);
 
-/// One row of site_verdicts as `mpnanny-check --verified` shows it.
-struct StoredVerdict {
-  std::string site_id;
-  std::string verdict;
-  std::string evidence;
-  int64_t steps_observed = 0;
-  std::optional<double> worst_headroom;
-  std::optional<int64_t> first_step;
-  std::optional<double> value;
-};
 struct RunVerdicts {
   int64_t run_id = 0;
-  std::vector<StoredVerdict> verdicts;
+  std::vector<SiteVerdictRow> verdicts;
 };
 /// The verdicts of the newest run in any SQLite file that holds a site_verdicts table (a metrics.db,
 /// or the table alone). Throws Error: "cannot open 'FILE': ...", "cannot read 'FILE': ...", or

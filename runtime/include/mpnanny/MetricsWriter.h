@@ -81,21 +81,6 @@ struct ScalarRecord {
   double value = 0.0;
 };
 
-/// A static site's verdict at the end of a MPNANNY_VERIFY=1 run (one row of site_verdicts).
-struct SiteVerdictRecord {
-  std::string site_id;
-  std::string check;
-  std::string file;
-  int64_t line = 0;
-  std::string function;
-  std::string verdict;  ///< CONFIRMED, AT_RISK, NOT_OBSERVED, NOT_REACHED
-  std::string evidence;
-  int64_t steps_observed = 0;
-  std::optional<double> worst_headroom;
-  std::optional<int64_t> first_step;
-  std::optional<double> value;
-};
-
 /// One rank's part of a traced step's agreement in a process group (one row of rank_agreement).
 struct RankAgreementRecord {
   int64_t step = 0;
@@ -108,7 +93,7 @@ struct RankAgreementRecord {
 };
 
 using Record = std::variant<LocationRecord, StepRecord, TensorRecord, AlertRecord, LossScaleRecord, MemoryRecord,
-                            ScalarRecord, SiteVerdictRecord, RankAgreementRecord>;
+                            ScalarRecord, SiteVerdictRow, RankAgreementRecord>;
 
 struct WriterOptions {
   /// Records waiting to be written; beyond it new records are dropped (and counted), so that a
