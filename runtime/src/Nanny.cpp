@@ -555,6 +555,24 @@ void Nanny::Impl::report_verdicts() {
   }
 }
 
+namespace {
+
+/// The calls that change what the nanny does: an error in one switches it off, with a warning,
+/// and never reaches the training.
+template <typename Call>
+void guarded(Nanny::Impl& impl, Call&& call) {
+  const MaskedFpExceptions masked;
+  try {
+    call();
+  } catch (const std::exception& exception) {
+    impl.switch_off(exception.what());
+  } catch (...) {
+    impl.switch_off("unknown exception");
+  }
+}
+
+}  // namespace
+
 StepGuard::~StepGuard() { end(); }
 
 void StepGuard::end() {
@@ -573,25 +591,11 @@ StepGuard Nanny::step(int64_t step) {
 }
 
 void Nanny::begin_step(int64_t step) {
-  const MaskedFpExceptions masked;
-  try {
-    impl_->begin_step(step);
-  } catch (const std::exception& exception) {
-    impl_->switch_off(exception.what());
-  } catch (...) {
-    impl_->switch_off("unknown exception");
-  }
+  guarded(*impl_, [&] { impl_->begin_step(step); });
 }
 
 void Nanny::end_step() {
-  const MaskedFpExceptions masked;
-  try {
-    impl_->end_step();
-  } catch (const std::exception& exception) {
-    impl_->switch_off(exception.what());
-  } catch (...) {
-    impl_->switch_off("unknown exception");
-  }
+  guarded(*impl_, [&] { impl_->end_step(); });
 }
 
 void Nanny::record_scalar(const std::string& name, double value) {
@@ -663,25 +667,11 @@ void start_verification_from_environment() {
 }
 
 void Nanny::pause() {
-  const MaskedFpExceptions masked;
-  try {
-    impl_->pause();
-  } catch (const std::exception& exception) {
-    impl_->switch_off(exception.what());
-  } catch (...) {
-    impl_->switch_off("unknown exception");
-  }
+  guarded(*impl_, [&] { impl_->pause(); });
 }
 
 void Nanny::resume() {
-  const MaskedFpExceptions masked;
-  try {
-    impl_->resume();
-  } catch (const std::exception& exception) {
-    impl_->switch_off(exception.what());
-  } catch (...) {
-    impl_->switch_off("unknown exception");
-  }
+  guarded(*impl_, [&] { impl_->resume(); });
 }
 
 bool Nanny::paused() const { return impl_->paused(); }
