@@ -15,10 +15,19 @@ outside it); a round's time is the slower rank's. Prints the medians, the step o
 beside the step time, since group - solo is smaller than the run-to-run noise of 2 ranks on a
 2-core machine. Not a test: the numbers depend on the machine.
 
+--paired B measures instead inside each run: the nanny (with the group, and without it) on and
+paused (Nanny::pause) in alternate blocks of B steps of the same processes, on off off on, after a
+first block that warms up; and, as a control, the same blocks with no nanny at all. A block's time is the slower rank's; the overhead is the median of the
+ratios of neighbouring on and off blocks, pooled over the rounds, with their quartiles. On this
+kind of machine whole runs drift by more than the nanny costs; neighbouring blocks, a second or two
+apart, mostly do not.
+
   bench/ddp-bench.py --build build [--steps 3000] [--rounds 7] [--trace-interval 100]
+  bench/ddp-bench.py --build build --paired 200 [--steps 8200] [--rounds 3]
 """
 import argparse
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -46,16 +55,96 @@ def run_once(example, steps, interval, extra, work):
     return max(float(whole) for whole, _ in times), max(float(later) for _, later in times)
 
 
+def run_blocks(example, steps, interval, block, extra, work):
+    """One run with --pause-blocks: {block index: (on, slower rank's ms)}."""
+    store = os.path.join(work, "store")
+    if os.path.exists(store):
+        os.remove(store)
+    command = [example, "--world-size", "2", "--steps", str(steps), "--trace-interval", str(interval),
+               "--nanny-dir", os.path.join(work, "nanny"), "--store", store, "--pause-blocks", str(block)] + extra
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPNANNY_") and k not in ("RANK", "WORLD_SIZE")}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    result = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        sys.exit("train_ddp failed:\n" + result.stdout + result.stderr)
+    blocks = {}
+    for index, state, ms in re.findall(r"rank \d+: block (\d+) nanny (on|off) ([0-9.]+) ms", result.stdout):
+        on, slowest = blocks.get(int(index), (state == "on", 0.0))
+        blocks[int(index)] = (on, max(slowest, float(ms)))
+    if not blocks:
+        sys.exit("expected block times in:\n" + result.stdout)
+    return blocks
+
+
+def bootstrap_interval(pairs, draws=4000, seed=7):
+    """5th and 95th percentiles of sum(on) / sum(off) over pairs drawn again with replacement."""
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(draws):
+        drawn = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        ratios.append(sum(on for on, _ in drawn) / sum(off for _, off in drawn))
+    ratios.sort()
+    return ratios[int(0.05 * draws)], ratios[int(0.95 * draws) - 1]
+
+
+def quartiles(values):
+    q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    return q[0], q[2]
+
+
+def paired(args, example):
+    # "none" is the same blocks without a nanny (pause and resume do nothing): what the method reads
+    # where there is nothing to find, its bias and its noise.
+    variants = {"group": [], "solo": ["--no-group"], "none": ["--no-nanny"]}
+    ratios = {name: [] for name in variants}
+    pairs = {name: [] for name in variants}
+    with tempfile.TemporaryDirectory() as work:
+        for round_index in range(args.rounds):
+            for name, extra in variants.items():
+                blocks = run_blocks(example, args.steps, args.trace_interval, args.paired, extra, work)
+                for first in range(0, max(blocks) + 1, 2):
+                    if first + 1 not in blocks or first not in blocks:
+                        continue
+                    pair = (blocks[first], blocks[first + 1])
+                    on = [ms for is_on, ms in pair if is_on]
+                    off = [ms for is_on, ms in pair if not is_on]
+                    if len(on) == 1 and len(off) == 1:
+                        ratios[name].append(on[0] / off[0])
+                        pairs[name].append((on[0], off[0]))
+                print("round %d, %s: %d pairs so far" % (round_index + 1, name, len(ratios[name])), flush=True)
+    traced = args.paired // args.trace_interval if args.trace_interval > 0 else 0
+    print("\n2 ranks, blocks of %d steps (%d traced per on block at trace interval %d), %d rounds of %d steps"
+          % (args.paired, traced, args.trace_interval, args.rounds, args.steps))
+    print("  the step overhead is sum(on blocks) / sum(off blocks) - 1, with a 90 % bootstrap interval over "
+          "the pairs; the median of the pairs' ratios and their quartiles show the spread")
+    for name in variants:
+        values = ratios[name]
+        low, high = quartiles(values)
+        ratio = sum(on for on, _ in pairs[name]) / sum(off for _, off in pairs[name])
+        lowest, highest = bootstrap_interval(pairs[name])
+        print("  %-6s on vs paused: %+.2f %% [%+.2f %%, %+.2f %%] over %d pairs; median pair %+.2f %% "
+              "(quartiles %+.2f %%, %+.2f %%)"
+              % (name, 100 * (ratio - 1), 100 * (lowest - 1), 100 * (highest - 1), len(values),
+                 100 * (statistics.median(values) - 1), 100 * (low - 1), 100 * (high - 1)))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default="build")
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--trace-interval", type=int, default=100)
+    parser.add_argument("--paired", type=int, default=0, metavar="B",
+                        help="on and paused in alternate blocks of B steps inside each run")
     args = parser.parse_args()
     example = os.path.abspath(os.path.join(args.build, "bin", "train_ddp"))
     if not os.path.exists(example):
         sys.exit(example + " is not built (it needs libgloo-dev)")
+    if args.paired > 0:
+        if args.steps < 3 * args.paired:
+            sys.exit("--steps must hold at least three blocks of --paired steps")
+        paired(args, example)
+        return
     whole = {name: [] for name in VARIANTS}
     later = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as work:

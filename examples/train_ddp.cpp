@@ -8,8 +8,9 @@
 //
 // Options: --steps S (default 60), --trace-interval K (100), --nanny-dir DIR (nanny_ddp),
 // --no-nanny (the nanny switched off, for the benchmark), --no-group (nanny without the process
-// group), and two demonstrations of what the nanny finds: --poison-rank R --poison-step K makes
-// rank R's batch huge at step K (its activations overflow to Inf, the all-reduce spreads it), and
+// group), --pause-blocks B (the benchmark's paired blocks: after a first block of B steps, blocks
+// of B steps with the nanny on and paused alternate, on off off on, each block's time printed),
+// and two demonstrations of what the nanny finds: --poison-rank R --poison-step K makes rank R's batch huge at step K (its activations overflow to Inf, the all-reduce spreads it), and
 // --exit-rank R --exit-step K kills rank R at step K (SIGKILL: its nanny never closes).
 #include <mpnanny/Nanny.h>
 #include <spawn.h>
@@ -64,12 +65,13 @@ struct Arguments {
   int64_t poison_step = -1;
   int exit_rank = -1;
   int64_t exit_step = -1;
+  int64_t pause_blocks = 0;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "train_ddp: " << why
             << "\nusage: train_ddp [--rank R] [--world-size N] [--store FILE] [--steps S] [--trace-interval K]"
-               " [--nanny-dir DIR] [--no-nanny] [--no-group] [--poison-rank R --poison-step K]"
+               " [--nanny-dir DIR] [--no-nanny] [--no-group] [--pause-blocks B] [--poison-rank R --poison-step K]"
                " [--exit-rank R --exit-step K]\n";
   std::exit(2);
 }
@@ -105,9 +107,11 @@ Arguments parse(int argc, char** argv) {
     else if (flag == "--poison-step") arguments.poison_step = integer_argument(flag, value());
     else if (flag == "--exit-rank") arguments.exit_rank = static_cast<int>(integer_argument(flag, value()));
     else if (flag == "--exit-step") arguments.exit_step = integer_argument(flag, value());
+    else if (flag == "--pause-blocks") arguments.pause_blocks = integer_argument(flag, value());
     else usage("unknown argument " + flag);
   }
   if (arguments.world_size < 1) usage("--world-size must be at least 1");
+  if (arguments.pause_blocks < 0) usage("--pause-blocks must not be negative");
   if (arguments.rank && (*arguments.rank < 0 || *arguments.rank >= arguments.world_size)) {
     usage("the rank must lie in [0, world size)");
   }
@@ -185,6 +189,47 @@ void all_reduce_gradients(torch::nn::Module& model, c10d::ProcessGroup& group) {
   }
 }
 
+/// --pause-blocks: the nanny on and paused in alternate blocks of steps of the same processes, so
+/// that the machine's drift, which makes whole runs differ by more than the nanny costs, hits both
+/// alike. Block 0 warms up (the database, the first symbolization) and is not timed; then the order
+/// on, off, off, on repeats, so that each pair of neighbours holds one of each, in both orders.
+class PausedBlocks {
+ public:
+  PausedBlocks(int64_t block_steps, int rank) : block_steps_(block_steps), rank_(rank) {}
+
+  /// Before `step` begins: ends the block that finished there and starts the next one.
+  void before_step(int64_t step, mpnanny::Nanny& nanny) {
+    if (block_steps_ <= 0 || step % block_steps_ != 0 || step == 0) return;
+    finish_block(step / block_steps_ - 1);
+    const int64_t measured = step / block_steps_ - 1;  // the index of the block that starts here
+    if (nanny_on(measured)) {
+      nanny.resume();
+    } else {
+      nanny.pause();
+    }
+    started_ = std::chrono::steady_clock::now();
+  }
+
+  /// After the last step: ends the block in progress if it is whole.
+  void after_last_step(int64_t steps) {
+    if (block_steps_ > 0 && steps % block_steps_ == 0 && steps >= 2 * block_steps_) finish_block(steps / block_steps_ - 1);
+  }
+
+ private:
+  static bool nanny_on(int64_t measured) { return measured % 4 == 0 || measured % 4 == 3; }
+
+  void finish_block(int64_t block) {
+    if (block == 0) return;  // the warm-up
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+    std::cout << "rank " << rank_ << ": block " << block - 1 << " nanny " << (nanny_on(block - 1) ? "on" : "off")
+              << " " << ms << " ms\n";
+  }
+
+  int64_t block_steps_;
+  int rank_;
+  std::chrono::steady_clock::time_point started_;
+};
+
 int train_rank(const Arguments& arguments) {
   const int rank = *arguments.rank;
   auto options = c10d::ProcessGroupGloo::Options::create();
@@ -208,11 +253,13 @@ int train_rank(const Arguments& arguments) {
 
   torch::manual_seed(1000 + rank);  // each rank its own shard of the data
   const torch::Tensor direction = torch::ones({32, 1}) / 32.0;
+  PausedBlocks blocks(arguments.pause_blocks, rank);
   const auto started = std::chrono::steady_clock::now();
   auto after_first_step = started;
   try {
     for (int64_t step = 0; step < arguments.steps; ++step) {
       if (step == 1) after_first_step = std::chrono::steady_clock::now();
+      blocks.before_step(step, nanny);
       auto guard = nanny.step(step);
       if (rank == arguments.exit_rank && step == arguments.exit_step) std::raise(SIGKILL);
       optimizer.zero_grad();
@@ -234,6 +281,7 @@ int train_rank(const Arguments& arguments) {
   // holds one-time costs: the nanny's database and the first symbolization of source lines): what
   // bench/ddp-bench.py compares.
   const auto finished = std::chrono::steady_clock::now();
+  blocks.after_last_step(arguments.steps);
   const auto ms = [](auto duration) { return std::chrono::duration<double, std::milli>(duration).count(); };
   std::cout << "rank " << rank << ": " << arguments.steps << " steps in " << ms(finished - started) << " ms, "
             << "after the first step " << ms(finished - after_first_step) << " ms\n";
