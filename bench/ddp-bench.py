@@ -56,7 +56,7 @@ def run_once(example, steps, interval, extra, work):
 
 
 def run_blocks(example, steps, interval, block, extra, work):
-    """One run with --pause-blocks: {block index: (on, slower rank's ms)}."""
+    """One run with --pause-blocks: {block index: (on, slower rank's wall ms, summed CPU ms of the ranks)}."""
     store = os.path.join(work, "store")
     if os.path.exists(store):
         os.remove(store)
@@ -68,9 +68,10 @@ def run_blocks(example, steps, interval, block, extra, work):
     if result.returncode != 0:
         sys.exit("train_ddp failed:\n" + result.stdout + result.stderr)
     blocks = {}
-    for index, state, ms in re.findall(r"rank \d+: block (\d+) nanny (on|off) ([0-9.]+) ms", result.stdout):
-        on, slowest = blocks.get(int(index), (state == "on", 0.0))
-        blocks[int(index)] = (on, max(slowest, float(ms)))
+    for index, state, ms, cpu in re.findall(r"rank \d+: block (\d+) nanny (on|off) ([0-9.]+) ms cpu ([0-9.]+) ms",
+                                           result.stdout):
+        on, slowest, cpu_sum = blocks.get(int(index), (state == "on", 0.0, 0.0))
+        blocks[int(index)] = (on, max(slowest, float(ms)), cpu_sum + float(cpu))
     if not blocks:
         sys.exit("expected block times in:\n" + result.stdout)
     return blocks
@@ -96,8 +97,9 @@ def paired(args, example):
     # "none" is the same blocks without a nanny (pause and resume do nothing): what the method reads
     # where there is nothing to find, its bias and its noise.
     variants = {"group": [], "solo": ["--no-group"], "none": ["--no-nanny"]}
-    ratios = {name: [] for name in variants}
-    pairs = {name: [] for name in variants}
+    clocks = ("wall", "cpu")
+    ratios = {(name, clock): [] for name in variants for clock in clocks}
+    pairs = {(name, clock): [] for name in variants for clock in clocks}
     with tempfile.TemporaryDirectory() as work:
         for round_index in range(args.rounds):
             for name, extra in variants.items():
@@ -106,26 +108,29 @@ def paired(args, example):
                     if first + 1 not in blocks or first not in blocks:
                         continue
                     pair = (blocks[first], blocks[first + 1])
-                    on = [ms for is_on, ms in pair if is_on]
-                    off = [ms for is_on, ms in pair if not is_on]
-                    if len(on) == 1 and len(off) == 1:
-                        ratios[name].append(on[0] / off[0])
-                        pairs[name].append((on[0], off[0]))
-                print("round %d, %s: %d pairs so far" % (round_index + 1, name, len(ratios[name])), flush=True)
+                    for column, clock in enumerate(clocks, start=1):
+                        on = [block[column] for block in pair if block[0]]
+                        off = [block[column] for block in pair if not block[0]]
+                        if len(on) == 1 and len(off) == 1:
+                            ratios[name, clock].append(on[0] / off[0])
+                            pairs[name, clock].append((on[0], off[0]))
+                print("round %d, %s: %d pairs so far" % (round_index + 1, name, len(ratios[name, "wall"])), flush=True)
     traced = args.paired // args.trace_interval if args.trace_interval > 0 else 0
     print("\n2 ranks, blocks of %d steps (%d traced per on block at trace interval %d), %d rounds of %d steps"
           % (args.paired, traced, args.trace_interval, args.rounds, args.steps))
     print("  the step overhead is sum(on blocks) / sum(off blocks) - 1, with a 90 % bootstrap interval over "
-          "the pairs; the median of the pairs' ratios and their quartiles show the spread")
-    for name in variants:
-        values = ratios[name]
-        low, high = quartiles(values)
-        ratio = sum(on for on, _ in pairs[name]) / sum(off for _, off in pairs[name])
-        lowest, highest = bootstrap_interval(pairs[name])
-        print("  %-6s on vs paused: %+.2f %% [%+.2f %%, %+.2f %%] over %d pairs; median pair %+.2f %% "
-              "(quartiles %+.2f %%, %+.2f %%)"
-              % (name, 100 * (ratio - 1), 100 * (lowest - 1), 100 * (highest - 1), len(values),
-                 100 * (statistics.median(values) - 1), 100 * (low - 1), 100 * (high - 1)))
+          "the pairs; the median of the pairs' ratios and their quartiles show the spread. wall: the slower "
+          "rank's time; cpu: the CPU time of both ranks' processes")
+    for clock in clocks:
+        for name in variants:
+            values = ratios[name, clock]
+            low, high = quartiles(values)
+            ratio = sum(on for on, _ in pairs[name, clock]) / sum(off for _, off in pairs[name, clock])
+            lowest, highest = bootstrap_interval(pairs[name, clock])
+            print("  %-4s %-6s on vs paused: %+.2f %% [%+.2f %%, %+.2f %%] over %d pairs; median pair %+.2f %% "
+                  "(quartiles %+.2f %%, %+.2f %%)"
+                  % (clock, name, 100 * (ratio - 1), 100 * (lowest - 1), 100 * (highest - 1), len(values),
+                     100 * (statistics.median(values) - 1), 100 * (low - 1), 100 * (high - 1)))
 
 
 def main():

@@ -4,7 +4,7 @@ loopback address): the ranks trace the same steps, the rank where an Inf started
 rank that dies leaves readable databases behind.
 
 Usage: run_ddp.py --example TRAIN_DDP --mpnanny MPNANNY --work DIR GROUP
-GROUP: origin | rank_killed | tcp_store
+GROUP: origin | rank_killed | tcp_store | paused_blocks
 
 Every process is started here and waited for with a deadline; whatever is still running at the
 end is killed, and the test fails if it had to.
@@ -188,15 +188,42 @@ def tcp_store(args):
             expect(run == [(rank, WORLD, WORLD)], "rank %d's run row names its rank and the group: %s" % (rank, run))
 
 
+def paused_blocks(args):
+    """The benchmark's paired blocks (--pause-blocks, bench/ddp-bench.py --paired): every rank pauses
+    and resumes its nanny at the same steps, the paused blocks leave no rows, the traced steps of
+    the others are observed, and the collectives of a process group do not stall on it."""
+    work = fresh(os.path.join(args.work, "paused_blocks"))
+    block, interval = 10, 5
+    codes = run_ranks(args, work, ["--steps", str(5 * block), "--trace-interval", str(interval),
+                                   "--pause-blocks", str(block)])
+    expect(codes == [0] * WORLD, "every rank finished: exit codes %s" % codes)
+    check_integrity(work, range(WORLD))
+    # Block 0 warms up with the nanny on; then on (10-19), off (20-29), off (30-39), on (40-49).
+    on_steps = list(range(0, 2 * block)) + list(range(4 * block, 5 * block))
+    for rank in range(WORLD):
+        with open(os.path.join(work, "rank%d.log" % rank)) as log:
+            states = [line.split(" nanny ")[1].split()[0] for line in log if ": block " in line]
+        expect(states == ["on", "off", "off", "on"], "rank %d timed four blocks, on off off on: %s" % (rank, states))
+        if not os.path.exists(database(work, rank)):
+            continue
+        steps = [step for (step,) in rows(database(work, rank), "SELECT step FROM steps ORDER BY step")]
+        expect(steps == on_steps, "rank %d's steps are those of the blocks with the nanny on: %s" % (rank, steps))
+        traced = [step for (step,) in rows(database(work, rank),
+                                           "SELECT DISTINCT step FROM tensor_stats WHERE phase = 'gradient' ORDER BY step")]
+        expect(traced == [s for s in on_steps if s % interval == 0],
+               "rank %d observed the gradients of the traced steps of the blocks with the nanny on: %s" % (rank, traced))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--example", required=True)
     parser.add_argument("--mpnanny", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("group", choices=["origin", "rank_killed", "tcp_store"])
+    parser.add_argument("group", choices=["origin", "rank_killed", "tcp_store", "paused_blocks"])
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    {"origin": origin, "rank_killed": rank_killed, "tcp_store": tcp_store}[args.group](args)
+    {"origin": origin, "rank_killed": rank_killed, "tcp_store": tcp_store,
+     "paused_blocks": paused_blocks}[args.group](args)
     return exit_code()
 
 
