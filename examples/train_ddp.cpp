@@ -10,7 +10,8 @@
 // --no-nanny (the nanny switched off, for the benchmark), --no-group (nanny without the process
 // group), --pause-blocks B (the benchmark's paired blocks: after a first block of B steps, blocks
 // of B steps with the nanny on and paused alternate, on off off on, each block's time printed),
-// and two demonstrations of what the nanny finds: --poison-rank R --poison-step K makes rank R's batch huge at step K (its activations overflow to Inf, the all-reduce spreads it), and
+// and two demonstrations of what the nanny finds: --poison-rank R --poison-step K makes rank R's
+// batch huge at step K (its activations overflow to Inf, the all-reduce spreads it), and
 // --exit-rank R --exit-step K kills rank R at step K (SIGKILL: its nanny never closes).
 #include <mpnanny/Nanny.h>
 #include <spawn.h>
@@ -215,7 +216,8 @@ class PausedBlocks {
 
   /// After the last step: ends the block in progress if it is whole.
   void after_last_step(int64_t steps) {
-    if (block_steps_ > 0 && steps % block_steps_ == 0 && steps >= 2 * block_steps_) finish_block(steps / block_steps_ - 1);
+    if (block_steps_ <= 0 || steps % block_steps_ != 0 || steps < 2 * block_steps_) return;
+    finish_block(steps / block_steps_ - 1);
   }
 
  private:

@@ -53,7 +53,8 @@ class BackwardHooks {
 
   std::shared_ptr<HookTarget> target_ = std::make_shared<HookTarget>();
   std::vector<std::pair<at::Tensor, unsigned>> parameter_hooks_;
-  std::unordered_set<const c10::TensorImpl*> hooked_parameters_;  // set before any op runs (resume() only adds parameters new since)
+  // Set before any op runs; resume() adds only the parameters that are new since.
+  std::unordered_set<const c10::TensorImpl*> hooked_parameters_;
 };
 
 }  // namespace mpnanny
