@@ -37,7 +37,8 @@ import tempfile
 VARIANTS = {"off": ["--no-nanny"], "solo": ["--no-group"], "group": []}
 
 
-def run_once(example, steps, interval, extra, work):
+def run_example(example, steps, interval, extra, work):
+    """Two ranks of train_ddp over a fresh FileStore in `work`; its standard output."""
     store = os.path.join(work, "store")
     if os.path.exists(store):
         os.remove(store)
@@ -49,6 +50,11 @@ def run_once(example, steps, interval, extra, work):
     result = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         sys.exit("train_ddp failed:\n" + result.stdout + result.stderr)
+    return result
+
+
+def run_once(example, steps, interval, extra, work):
+    result = run_example(example, steps, interval, extra, work)
     times = re.findall(r"rank \d+: \d+ steps in ([0-9.]+) ms, after the first step ([0-9.]+) ms", result.stdout)
     if len(times) != 2:
         sys.exit("expected two ranks' loop times in:\n" + result.stdout)
@@ -57,16 +63,7 @@ def run_once(example, steps, interval, extra, work):
 
 def run_blocks(example, steps, interval, block, extra, work):
     """One run with --pause-blocks: {block index: (on, slower rank's wall ms, summed CPU ms of the ranks)}."""
-    store = os.path.join(work, "store")
-    if os.path.exists(store):
-        os.remove(store)
-    command = [example, "--world-size", "2", "--steps", str(steps), "--trace-interval", str(interval),
-               "--nanny-dir", os.path.join(work, "nanny"), "--store", store, "--pause-blocks", str(block)] + extra
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MPNANNY_") and k not in ("RANK", "WORLD_SIZE")}
-    env.setdefault("OMP_NUM_THREADS", "1")
-    result = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=600)
-    if result.returncode != 0:
-        sys.exit("train_ddp failed:\n" + result.stdout + result.stderr)
+    result = run_example(example, steps, interval, ["--pause-blocks", str(block)] + extra, work)
     blocks = {}
     for index, state, ms, cpu in re.findall(r"rank \d+: block (\d+) nanny (on|off) ([0-9.]+) ms cpu ([0-9.]+) ms",
                                            result.stdout):
