@@ -46,19 +46,8 @@ bool compute_tensor_stats_cuda(const at::Tensor& tensor, TensorStats& out) noexc
       cudaGetLastError();  // clear a sticky launch error so that training does not trip on it
       return false;
     }
-    stats.nan_count = static_cast<int64_t>(result.nan_count);
-    stats.inf_count = static_cast<int64_t>(result.inf_count);
-    stats.zero_count = static_cast<int64_t>(result.zero_count);
-    stats.max_abs = result.max_abs;
-    stats.min_abs_nonzero = result.min_abs_nonzero;
-    stats.sum = result.sum;
-    stats.sum_squares = result.sum_squares;
-    stats.fp16_overflow = static_cast<int64_t>(result.fp16_overflow);
-    stats.fp16_subnormal = static_cast<int64_t>(result.fp16_subnormal);
-    stats.fp16_flush = static_cast<int64_t>(result.fp16_flush);
-    stats.bf16_overflow = static_cast<int64_t>(result.bf16_overflow);
-    stats.bf16_subnormal = static_cast<int64_t>(result.bf16_subnormal);
-    stats.bf16_flush = static_cast<int64_t>(result.bf16_flush);
+    stats.assign_counts(result);
+    static_cast<FiniteSummary&>(stats) = result;
     for (int b = 0; b < kHistogramBuckets; ++b) stats.histogram[b] = static_cast<int64_t>(result.histogram[b]);
     out = stats;
     return true;

@@ -13,23 +13,19 @@ namespace mpnanny::cuda {
 
 enum class ElementType : int { Half = 0, BFloat16 = 1, Float = 2, Double = 3 };
 
-/// The device-wide result; mirrors mpnanny::TensorStats without its numel. max_abs,
-/// min_abs_nonzero, sum and sum_squares cover finite elements only, as on the CPU.
-struct DeviceStats {
-  unsigned long long nan_count;
-  unsigned long long inf_count;
-  unsigned long long zero_count;
-  unsigned long long fp16_overflow;
-  unsigned long long fp16_subnormal;
-  unsigned long long fp16_flush;
-  unsigned long long bf16_overflow;
-  unsigned long long bf16_subnormal;
-  unsigned long long bf16_flush;
+/// What threads, warps and blocks count and reduce: the result without its histogram, which goes
+/// through shared memory instead (it would only cost registers there). The sums and extremes
+/// cover finite elements only, as on the CPU.
+struct DeviceScalars : ClassCounts<unsigned long long>, FiniteSummary {
+  MPNANNY_HD void merge(const DeviceScalars& other) {
+    add_counts(other);
+    merge_summary(other);
+  }
+};
+
+/// The device-wide result; mirrors mpnanny::TensorStats without its numel.
+struct DeviceStats : DeviceScalars {
   unsigned long long histogram[kHistogramBuckets];
-  double max_abs;
-  double min_abs_nonzero;  ///< +inf when there is no finite non-zero element
-  double sum;
-  double sum_squares;
 };
 
 /// Per-block partial results, the final result on the device and its pinned host copy, kept

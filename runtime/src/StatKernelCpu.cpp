@@ -125,15 +125,7 @@ void scan_double_run(const double* source, int64_t stride, int64_t count, ChunkC
     const double value = source[i * stride];
     const double magnitude = value < 0 ? -value : value;
     const ElementClass cls = classify_magnitude(magnitude);
-    counts.nan_count += cls.is_nan;
-    counts.inf_count += cls.is_inf;
-    counts.zero_count += cls.is_zero;
-    counts.fp16_overflow += cls.fp16_overflow;
-    counts.fp16_subnormal += cls.fp16_subnormal;
-    counts.fp16_flush += cls.fp16_flush;
-    counts.bf16_overflow += cls.bf16_overflow;
-    counts.bf16_subnormal += cls.bf16_subnormal;
-    counts.bf16_flush += cls.bf16_flush;
+    counts.count_flags(cls);
     if (cls.is_nan || cls.is_inf) {
       if (cls.is_inf) ++counts.histogram[kHistogramBuckets - 1];
       continue;
@@ -159,15 +151,7 @@ double magnitude_of_float_bits(int32_t bits) {
 
 void store(const ChunkCounts& counts, bool from_double, int64_t numel, TensorStats& stats) {
   stats.numel = numel;
-  stats.nan_count = counts.nan_count;
-  stats.inf_count = counts.inf_count;
-  stats.zero_count = counts.zero_count;
-  stats.fp16_overflow = counts.fp16_overflow;
-  stats.fp16_subnormal = counts.fp16_subnormal;
-  stats.fp16_flush = counts.fp16_flush;
-  stats.bf16_overflow = counts.bf16_overflow;
-  stats.bf16_subnormal = counts.bf16_subnormal;
-  stats.bf16_flush = counts.bf16_flush;
+  stats.assign_counts(counts);
   stats.sum = counts.sum;
   stats.sum_squares = counts.sum_squares;
   for (int b = 0; b < kHistogramBuckets; ++b) stats.histogram[b] = counts.histogram[b];

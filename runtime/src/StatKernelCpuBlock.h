@@ -132,15 +132,7 @@ __attribute__((always_inline)) inline void scan_general_block(const float* value
   }
   count_values(fields, count, counts.bins.field_bins);
   counts.unfolded += count;
-  counts.nan_count += nan;
-  counts.inf_count += inf;
-  counts.zero_count += zero;
-  counts.fp16_overflow += h_over;
-  counts.fp16_subnormal += h_sub;
-  counts.fp16_flush += h_flush;
-  counts.bf16_overflow += b_over;
-  counts.bf16_subnormal += b_sub;
-  counts.bf16_flush += b_flush;
+  counts.count_flags(MagnitudeFlags<int32_t>{nan, inf, zero, h_over, h_sub, h_flush, b_over, b_sub, b_flush});
   counts.max_bits = max_bits;
   counts.min_nonzero_bits = min_bits;
   counts.sum += sum;

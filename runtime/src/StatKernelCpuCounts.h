@@ -165,15 +165,12 @@ class DenormalOperandFlag {
   bool usable_ = false;
 };
 
-struct ChunkCounts {
+// The class counts are counted directly: by the general path, and the fast path's compare lanes.
+struct ChunkCounts : ClassCounts<int64_t> {
   explicit ChunkCounts(CountingBins& bins, const DenormalOperandFlag* denormal_flag = nullptr)
       : bins(bins), denormal_flag(denormal_flag && denormal_flag->usable() ? denormal_flag : nullptr) {}
   CountingBins& bins;
   const DenormalOperandFlag* denormal_flag;  // null where it cannot tell
-  // Counted directly: by the general path, and the fast path's compare lanes.
-  int64_t nan_count = 0, inf_count = 0, zero_count = 0;
-  int64_t fp16_overflow = 0, fp16_subnormal = 0, fp16_flush = 0;
-  int64_t bf16_overflow = 0, bf16_subnormal = 0, bf16_flush = 0;
   // Fast-path elements, and those of them above fp16's flush limit; the rest of their counts
   // come from their classes (finish_float_counts).
   int64_t ordinary_count = 0, ordinary_above_fp16_flush = 0;

@@ -28,19 +28,8 @@ double TensorStats::norm() const { return std::sqrt(sum_squares); }
 
 void TensorStats::merge(const TensorStats& other) {
   numel += other.numel;
-  nan_count += other.nan_count;
-  inf_count += other.inf_count;
-  zero_count += other.zero_count;
-  max_abs = std::max(max_abs, other.max_abs);
-  min_abs_nonzero = std::min(min_abs_nonzero, other.min_abs_nonzero);
-  sum += other.sum;
-  sum_squares += other.sum_squares;
-  fp16_overflow += other.fp16_overflow;
-  fp16_subnormal += other.fp16_subnormal;
-  fp16_flush += other.fp16_flush;
-  bf16_overflow += other.bf16_overflow;
-  bf16_subnormal += other.bf16_subnormal;
-  bf16_flush += other.bf16_flush;
+  add_counts(other);
+  merge_summary(other);
   for (int b = 0; b < kHistogramBuckets; ++b) histogram[b] += other.histogram[b];
 }
 

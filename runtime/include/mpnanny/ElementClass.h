@@ -18,6 +18,23 @@
 
 namespace mpnanny {
 
+/// Extremes and sums of a tensor's finite elements, in double: the part of a pass's result beside
+/// its class counts (ClassCounts below), the same on the host and the device.
+struct FiniteSummary {
+  double max_abs = 0.0;
+  double min_abs_nonzero = __builtin_huge_val();  ///< +inf when there is no finite non-zero element
+  double sum = 0.0;
+  double sum_squares = 0.0;
+
+  /// Folds in the summary of other elements (another chunk, thread or block).
+  MPNANNY_HD void merge_summary(const FiniteSummary& other) {
+    max_abs = other.max_abs > max_abs ? other.max_abs : max_abs;
+    min_abs_nonzero = other.min_abs_nonzero < min_abs_nonzero ? other.min_abs_nonzero : min_abs_nonzero;
+    sum += other.sum;
+    sum_squares += other.sum_squares;
+  }
+};
+
 /// Limits of the low-precision formats a run is judged against (derived from IEEE 754, see
 /// KNOWLEDGE.md "Format limits"). "Flush" is the magnitude at or below which a value rounds to zero.
 struct FormatLimits {
@@ -67,18 +84,71 @@ MPNANNY_HD inline int histogram_bucket(float magnitude) {
   return histogram_bucket_of_exponent_field(static_cast<int>((float_bits(magnitude) >> 23) & 0xffu));
 }
 
+/// The classes a value falls in, as 0 or 1 each, in an integer type of the caller's choice: the
+/// CPU kernel sums them in int32 vector lanes, the device and the per-element form in uint32.
+template <typename Flag>
+struct MagnitudeFlags {
+  Flag is_nan, is_inf, is_zero;
+  Flag fp16_overflow;   ///< finite and above 65504
+  Flag fp16_subnormal;  ///< would be stored as an fp16 subnormal (precision lost)
+  Flag fp16_flush;      ///< non-zero but rounds to zero in fp16
+  Flag bf16_overflow, bf16_subnormal, bf16_flush;
+};
+
 /// One element's classification, as 0/1 flags so that kernels can sum them without branches.
-struct ElementClass {
-  uint8_t is_nan;
-  uint8_t is_inf;
-  uint8_t is_zero;
-  uint8_t fp16_overflow;   ///< finite and above 65504
-  uint8_t fp16_subnormal;  ///< would be stored as an fp16 subnormal (precision lost)
-  uint8_t fp16_flush;      ///< non-zero but rounds to zero in fp16
-  uint8_t bf16_overflow;
-  uint8_t bf16_subnormal;
-  uint8_t bf16_flush;
+struct ElementClass : MagnitudeFlags<uint8_t> {
   int8_t bucket;  ///< histogram bucket, -1 for zero and NaN
+};
+
+#if defined(__CUDACC__)
+// The visitor may be a device lambda; host instantiations never get one.
+#pragma nv_exec_check_disable
+#endif
+/// Calls visit(a's count, b's count) for each class, in one order: the one list of the classes
+/// that copying, merging and reducing counts go through.
+template <typename A, typename B, typename Visit>
+MPNANNY_HD inline void for_each_class(A& a, B& b, Visit visit) {
+  visit(a.nan_count, b.nan_count);
+  visit(a.inf_count, b.inf_count);
+  visit(a.zero_count, b.zero_count);
+  visit(a.fp16_overflow, b.fp16_overflow);
+  visit(a.fp16_subnormal, b.fp16_subnormal);
+  visit(a.fp16_flush, b.fp16_flush);
+  visit(a.bf16_overflow, b.bf16_overflow);
+  visit(a.bf16_subnormal, b.bf16_subnormal);
+  visit(a.bf16_flush, b.bf16_flush);
+}
+
+/// How many elements fell in each class. Every form a pass's result takes counts them through
+/// this (TensorStats, the CPU kernel's chunk, the device's per-thread, per-block and final
+/// results), so that a class is added in one place and every copy and merge carries it.
+template <typename Count>
+struct ClassCounts {
+  Count nan_count = 0, inf_count = 0, zero_count = 0;
+  Count fp16_overflow = 0, fp16_subnormal = 0, fp16_flush = 0;
+  Count bf16_overflow = 0, bf16_subnormal = 0, bf16_flush = 0;
+
+  /// Counts one element's flags, or a loop's sums of them.
+  template <typename Flag>
+  MPNANNY_HD void count_flags(const MagnitudeFlags<Flag>& flags) {
+    nan_count += flags.is_nan;
+    inf_count += flags.is_inf;
+    zero_count += flags.is_zero;
+    fp16_overflow += flags.fp16_overflow;
+    fp16_subnormal += flags.fp16_subnormal;
+    fp16_flush += flags.fp16_flush;
+    bf16_overflow += flags.bf16_overflow;
+    bf16_subnormal += flags.bf16_subnormal;
+    bf16_flush += flags.bf16_flush;
+  }
+  template <typename Other>
+  MPNANNY_HD void add_counts(const ClassCounts<Other>& other) {
+    for_each_class(*this, other, [](Count& mine, Other theirs) { mine += static_cast<Count>(theirs); });
+  }
+  template <typename Other>
+  MPNANNY_HD void assign_counts(const ClassCounts<Other>& other) {
+    for_each_class(*this, other, [](Count& mine, Other theirs) { mine = static_cast<Count>(theirs); });
+  }
 };
 
 template <typename Real>
@@ -133,15 +203,6 @@ struct Fp32Thresholds {
   static constexpr uint32_t kBf16Max = 0x7f7f0000u;             // 3.3895e38
   static constexpr uint32_t kBf16MinNormal = 0x00800000u;       // 2^-126
   static constexpr uint32_t kBf16FlushAtOrBelow = 0x00008000u;  // 2^-134, an fp32 subnormal
-};
-
-/// The counted flags of a float, 0 or 1 each, in an integer type of the caller's choice: the CPU
-/// kernel sums them in int32 vector lanes, the device and the per-element form in uint32.
-template <typename Flag>
-struct MagnitudeFlags {
-  Flag is_nan, is_inf, is_zero;
-  Flag fp16_overflow, fp16_subnormal, fp16_flush;
-  Flag bf16_overflow, bf16_subnormal, bf16_flush;
 };
 
 /// The classification of a float from the bits of its magnitude (sign bit cleared), as integer

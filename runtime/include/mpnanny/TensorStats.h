@@ -19,21 +19,10 @@ namespace mpnanny {
 /// blocks; blocks holding magnitudes outside [2^-60, 2^60) are summed in double. `max_abs`,
 /// `min_abs_nonzero`, `sum` and `sum_squares` cover finite elements only (NaN and Inf are counted
 /// instead), so one bad element does not hide the shape of the rest.
-struct TensorStats {
+/// The class counts (NaN, Inf, zero, and fp16's and bf16's overflow, subnormal and flush) come
+/// from ClassCounts, `max_abs`, `min_abs_nonzero`, `sum` and `sum_squares` from FiniteSummary.
+struct TensorStats : ClassCounts<int64_t>, FiniteSummary {
   int64_t numel = 0;
-  int64_t nan_count = 0;
-  int64_t inf_count = 0;
-  int64_t zero_count = 0;
-  double max_abs = 0.0;
-  double min_abs_nonzero = std::numeric_limits<double>::infinity();
-  double sum = 0.0;
-  double sum_squares = 0.0;
-  int64_t fp16_overflow = 0;
-  int64_t fp16_subnormal = 0;
-  int64_t fp16_flush = 0;
-  int64_t bf16_overflow = 0;
-  int64_t bf16_subnormal = 0;
-  int64_t bf16_flush = 0;
   std::array<int64_t, kHistogramBuckets> histogram{};
 
   int64_t finite_count() const { return numel - nan_count - inf_count; }
