@@ -23,13 +23,6 @@ void forEachStatement(const FunctionDecl &F, const std::function<void(const Stmt
   });
 }
 
-static std::string lowered(llvm::StringRef S) { return S.lower(); }
-
-static bool saysScale(llvm::StringRef Name) {
-  std::string L = lowered(Name);
-  return L.find("scale") != std::string::npos && L.find("unscale") == std::string::npos;
-}
-
 const Expr *stripImplicit(const Expr *E) {
   while (E) {
     const Expr *Before = E;
@@ -42,30 +35,7 @@ const Expr *stripImplicit(const Expr *E) {
   return E;
 }
 
-/// The declaration an expression names: a variable, a member, or a called function.
-static const NamedDecl *namedBy(const Expr *E) {
-  E = ignoreConversions(E);
-  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
-    return Ref->getDecl();
-  if (const auto *Member = dyn_cast_or_null<MemberExpr>(E))
-    return Member->getMemberDecl();
-  if (const auto *Call = dyn_cast_or_null<CallExpr>(E))
-    return Call->getDirectCallee();
-  return nullptr;
-}
-
-static bool mentionsScaleName(const Stmt *S) {
-  bool Found = false;
-  visitDescendants(S, [&](const Stmt *X) {
-    if (const auto *E = dyn_cast<Expr>(X))
-      if (const NamedDecl *D = namedBy(E); D && D->getIdentifier() && saysScale(D->getName()))
-        Found = true;
-    return !Found;
-  });
-  return Found;
-}
-
-static bool inSystemHeader(const Decl &D) {
+bool inSystemHeader(const Decl &D) {
   return D.getASTContext().getSourceManager().isInSystemHeader(D.getLocation());
 }
 
@@ -96,7 +66,7 @@ const ValueDecl *rootDeclaration(const Expr *E) {
 }
 
 bool isScalerRecord(const CXXRecordDecl *RD) {
-  return RD && RD->getIdentifier() && lowered(RD->getName()).find("scaler") != std::string::npos;
+  return RD && RD->getIdentifier() && RD->getName().lower().find("scaler") != std::string::npos;
 }
 
 std::optional<std::string> scalerMethod(const CallExpr &Call) {
@@ -176,7 +146,7 @@ bool isAutocastCacheClear(const CallExpr &Call) {
   return Callee && Callee->getQualifiedNameAsString() == "at::autocast::clear_cache";
 }
 
-static bool mentionsGrad(const Stmt *S) {
+bool mentionsGrad(const Stmt *S) {
   bool Found = false;
   visitDescendants(S, [&](const Stmt *X) {
     if (const auto *Call = dyn_cast<CallExpr>(X))
@@ -205,7 +175,7 @@ static bool callsNamed(const Stmt *S, llvm::StringRef Name) {
 static bool isParameterVariable(const VarDecl *V, ASTContext &Ctx) {
   if (!V || !V->getIdentifier())
     return false;
-  std::string Name = lowered(V->getName());
+  std::string Name = V->getName().lower();
   if (Name.find("param") != std::string::npos || Name.find("weight") != std::string::npos)
     return true;
   for (const DynTypedNode &P : Ctx.getParents(*V))
@@ -216,7 +186,7 @@ static bool isParameterVariable(const VarDecl *V, ASTContext &Ctx) {
           if (callsNamed(Range, "parameters") || callsNamed(Range, "named_parameters"))
             return true;
           if (const VarDecl *R = rootVariable(Range);
-              R && R->getIdentifier() && lowered(R->getName()).find("param") != std::string::npos)
+              R && R->getIdentifier() && R->getName().lower().find("param") != std::string::npos)
             return true;
         }
   return false;
@@ -255,203 +225,6 @@ bool isInPlaceWeightUpdate(const CallExpr &Call, ASTContext &Ctx) {
   if (mentionsGrad(TC->Self) || !isParameterVariable(rootVariable(TC->Self), Ctx))
     return false;
   return callsNamed(TC->Self, "data") || underNoGradGuard(Call, Ctx);
-}
-
-bool isScaleFactor(const Expr *E, ASTContext &Ctx) {
-  E = ignoreConversions(E);
-  if (!E)
-    return false;
-  if (auto V = evaluateNumber(E, Ctx))
-    return *V > 1;
-  if (mentionsScaleName(E))
-    return true;
-  if (isTensorType(E->getType()))
-    return false;
-  if (const auto *Ref = dyn_cast<DeclRefExpr>(E))
-    if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl()); Var && Var->getInit())
-      if (auto V = evaluateNumber(Var->getInit(), Ctx))
-        return *V > 1;
-  // A scalar of unknown value may well be the scale.
-  return true;
-}
-
-static bool scaledExpr(const Expr *E, unsigned Before, ASTContext &Ctx, int Depth);
-
-/// Rescaling of a local between its definition and `Before`: `loss *= scale`,
-/// `loss = loss * scale`, `loss.mul_(scale)`.
-static bool rescaledBefore(const VarDecl &V, unsigned Before, ASTContext &Ctx, int Depth) {
-  // The function that declares the local; a lambda's locals belong to the function holding it.
-  const FunctionDecl *F = dyn_cast_or_null<FunctionDecl>(V.getParentFunctionOrMethod());
-  while (F && isa<CXXMethodDecl>(F) && cast<CXXMethodDecl>(F)->getParent()->isLambda())
-    F = dyn_cast_or_null<FunctionDecl>(
-        cast<CXXMethodDecl>(F)->getParent()->getParentFunctionOrMethod());
-  if (!F || !F->getBody())
-    return false;
-  const SourceManager &SM = Ctx.getSourceManager();
-  bool Found = false;
-  auto RefersToV = [&](const Expr *X) {
-    const auto *Ref = dyn_cast_or_null<DeclRefExpr>(ignoreConversions(X));
-    return Ref && Ref->getDecl() == &V;
-  };
-  forEachStatement(*F, [&](const Stmt &S) {
-    if (Found || orderOf(S, SM) >= Before)
-      return;
-    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(&S);
-        Op && Op->getNumArgs() == 2 && RefersToV(Op->getArg(0))) {
-      if (Op->getOperator() == OO_StarEqual && isScaleFactor(Op->getArg(1), Ctx))
-        Found = true;
-      else if (Op->getOperator() == OO_Equal && scaledExpr(Op->getArg(1), Before, Ctx, Depth + 1))
-        Found = true;
-    } else if (const auto *Call = dyn_cast<CallExpr>(&S)) {
-      if (auto TC = classifyTorchCall(*Call); TC && TC->Kind == Spelling::Method &&
-                                              TC->Name == "mul_" && RefersToV(TC->Self) &&
-                                              !TC->Args.empty() && isScaleFactor(TC->Args[0], Ctx))
-        Found = true;
-    }
-  });
-  return Found;
-}
-
-static bool scaledExpr(const Expr *E, unsigned Before, ASTContext &Ctx, int Depth) {
-  if (!E || Depth > 8)
-    return false;
-  E = ignoreConversions(E);
-  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
-    if (Op->getNumArgs() != 2)
-      return false;
-    if (Op->getOperator() == OO_Star) {
-      for (unsigned I = 0; I < 2; ++I) {
-        const Expr *Other = Op->getArg(1 - I);
-        if (isTensorType(Other->getType()) && isScaleFactor(Op->getArg(I), Ctx) &&
-            !isTensorType(ignoreConversions(Op->getArg(I))->getType()))
-          return true;
-        if (isTensorType(Op->getArg(I)->getType()) && mentionsScaleName(Op->getArg(I)))
-          return true;
-        if (scaledExpr(Op->getArg(I), Before, Ctx, Depth + 1))
-          return true;
-      }
-      return false;
-    }
-    if (Op->getOperator() == OO_Slash)
-      return scaledExpr(Op->getArg(0), Before, Ctx, Depth + 1);
-    return false;
-  }
-  if (const auto *Call = dyn_cast<CallExpr>(E)) {
-    const FunctionDecl *Callee = Call->getDirectCallee();
-    if (Callee && Callee->getIdentifier() && saysScale(Callee->getName()))
-      return true; // scaler.scale(loss), scale_loss(loss)
-    if (auto TC = classifyTorchCall(*Call); TC && TC->Kind == Spelling::Method && TC->Self) {
-      if ((TC->Name == "mul" || TC->Name == "mul_") && !TC->Args.empty() &&
-          isScaleFactor(TC->Args[0], Ctx))
-        return true;
-      return scaledExpr(TC->Self, Before, Ctx, Depth + 1);
-    }
-    return false;
-  }
-  if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
-    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-    if (!Var)
-      return false;
-    if (Var->getIdentifier() && saysScale(Var->getName()))
-      return true; // scaled_loss
-    if (!Var->isLocalVarDecl())
-      return false;
-    if (Var->getInit() && scaledExpr(Var->getInit(), Before, Ctx, Depth + 1))
-      return true;
-    return rescaledBefore(*Var, Before, Ctx, Depth);
-  }
-  return false;
-}
-
-bool isScaledBackward(const CallExpr &Backward, const Expr *Loss, ASTContext &Ctx) {
-  unsigned Before = orderOf(Backward, Ctx.getSourceManager());
-  if (scaledExpr(Loss, Before, Ctx, 0))
-    return true;
-  // An explicit gradient seed carries the scale: loss.backward(torch::full({}, scale)).
-  unsigned First = isa<CXXMemberCallExpr>(Backward) ? 0 : 1;
-  for (unsigned I = First; I < Backward.getNumArgs(); ++I) {
-    const Expr *Arg = Backward.getArg(I);
-    if (isa<CXXDefaultArgExpr>(Arg))
-      continue;
-    if (mentionsScaleName(Arg))
-      return true;
-    bool Big = false;
-    visitDescendants(Arg, [&](const Stmt *S) {
-      if (const auto *X = dyn_cast<Expr>(S);
-          X && (isa<FloatingLiteral>(X) || isa<IntegerLiteral>(X)))
-        if (auto V = evaluateNumber(X, Ctx); V && *V > 1)
-          Big = true;
-      return !Big;
-    });
-    if (Big)
-      return true;
-  }
-  return false;
-}
-
-static bool unscalesImpl(const Stmt &S, ASTContext &Ctx, int Depth,
-                         llvm::SmallPtrSetImpl<const FunctionDecl *> &Seen) {
-  bool Found = false;
-  visitDescendants(&S, [&](const Stmt *X) {
-    if (Found)
-      return false;
-    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(X);
-        Op && Op->getNumArgs() == 2 && mentionsGrad(Op->getArg(0))) {
-      const Expr *Rhs = Op->getArg(1);
-      if (Op->getOperator() == OO_SlashEqual ||
-          (Op->getOperator() == OO_StarEqual && mentionsScaleName(Rhs)))
-        Found = true;
-      else if (Op->getOperator() == OO_Equal) {
-        bool Divides = mentionsScaleName(Rhs);
-        visitDescendants(Rhs, [&](const Stmt *Y) {
-          if (const auto *D = dyn_cast<CXXOperatorCallExpr>(Y); D && D->getOperator() == OO_Slash)
-            Divides = true;
-          return !Divides;
-        });
-        Found = Divides;
-      }
-      if (Found)
-        return false;
-    }
-    const auto *Call = dyn_cast<CallExpr>(X);
-    if (!Call)
-      return true;
-    if (scalerMethod(*Call) == std::optional<std::string>("unscale_"))
-      return !(Found = true);
-    const FunctionDecl *Callee = Call->getDirectCallee();
-    if (!Callee)
-      return true;
-    if (Callee->getIdentifier()) {
-      std::string N = lowered(Callee->getName());
-      if (N.find("unscale") != std::string::npos || N == "_foreach_div_")
-        return !(Found = true);
-      if (N == "_foreach_mul_" && mentionsScaleName(Call))
-        return !(Found = true);
-    }
-    if (auto TC = classifyTorchCall(*Call);
-        TC && TC->Kind == Spelling::Method && TC->Self && mentionsGrad(TC->Self)) {
-      if (TC->Name == "div_")
-        return !(Found = true);
-      if ((TC->Name == "mul_" || TC->Name == "copy_") && mentionsScaleName(Call))
-        return !(Found = true);
-      if (TC->Name == "mul_" && !TC->Args.empty())
-        if (auto V = evaluateNumber(TC->Args[0], Ctx); V && *V > 0 && *V < 1)
-          return !(Found = true);
-    }
-    // A user helper that unscales: `unscale_gradients(model, scale)` by another name.
-    if (Depth < 3 && !inSystemHeader(*Callee))
-      if (const FunctionDecl *Def = Callee->getDefinition();
-          Def && Def->getBody() && Seen.insert(Def).second)
-        if (unscalesImpl(*Def->getBody(), Ctx, Depth + 1, Seen))
-          return !(Found = true);
-    return true;
-  });
-  return Found;
-}
-
-bool unscalesGradients(const Stmt &S, ASTContext &Ctx) {
-  llvm::SmallPtrSet<const FunctionDecl *, 8> Seen;
-  return unscalesImpl(S, Ctx, 0, Seen);
 }
 
 static bool clearsImpl(const Stmt &S, int Depth,
@@ -641,30 +414,6 @@ bool translationUnitUsesMixedPrecision(ASTContext &Ctx, const PrecisionContext &
   MixedPrecisionFinder Finder(Context, Ctx.getSourceManager());
   Finder.TraverseDecl(Ctx.getTranslationUnitDecl());
   return Finder.Found;
-}
-
-bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor, ASTContext &Ctx) {
-  // Only loss scaling: a loss, a factor named as a scale, or a product fed to backward().
-  auto NameOf = [](const Expr *E) -> std::string {
-    E = ignoreConversions(E);
-    if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
-      return Ref->getDecl()->getNameAsString();
-    if (const auto *Member = dyn_cast_or_null<MemberExpr>(E))
-      return Member->getMemberDecl()->getNameAsString();
-    return "";
-  };
-  bool LossLike = llvm::StringRef(NameOf(Tensor)).contains_insensitive("loss") ||
-                  llvm::StringRef(NameOf(Factor)).contains_insensitive("scale");
-  if (!LossLike) {
-    DynTypedNodeList Parents = Ctx.getParents(Product);
-    for (int Depth = 0; Depth < 4 && !Parents.empty() && !LossLike; ++Depth) {
-      if (const auto *Member = Parents[0].get<CXXMemberCallExpr>())
-        LossLike = Member->getMethodDecl() && Member->getMethodDecl()->getIdentifier() &&
-                   Member->getMethodDecl()->getName() == "backward";
-      Parents = Ctx.getParents(Parents[0]);
-    }
-  }
-  return LossLike;
 }
 
 /// A loop over a model's parameters (`for (auto &p : model->parameters())`): the

@@ -1,16 +1,17 @@
 //===--- TrainingStep.h - mpnanny --------------------------------*- C++ -*-===//
 //
 // What a training step does, in statement order within one function: backward(),
-// loss scaling (a scaler object or a multiplication by a scale), unscaling,
 // gradient clipping, optimizer steps and in-place weight updates, autocast cache
-// clears; and which parameters an optimizer is built over. LibTorch has no
-// GradScaler (pytorch/pytorch#44710), so most of this recognizes the hand-rolled
-// idioms as well as mpnanny::GradScaler. Used by the training-loop checks.
+// clears; and which parameters an optimizer is built over. How a loss is scaled and
+// its gradients unscaled is LossScaling.h's. LibTorch has no GradScaler
+// (pytorch/pytorch#44710), so most of this recognizes the hand-rolled idioms as
+// well as mpnanny::GradScaler. Used by the training-loop checks.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MPNANNY_CHECKS_TRAININGSTEP_H
 #define MPNANNY_CHECKS_TRAININGSTEP_H
 
+#include "LossScaling.h"
 #include "PrecisionContext.h"
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/ExprCXX.h"
@@ -27,6 +28,11 @@ const Expr *stripImplicit(const Expr *E);
 const VarDecl *rootVariable(const Expr *E);
 /// The same, where the root may also be a member of `this` (`_encoder->parameters()`).
 const ValueDecl *rootDeclaration(const Expr *E);
+
+/// Whether S calls grad() or mutable_grad() anywhere.
+bool mentionsGrad(const Stmt *S);
+/// Whether D is declared in a system header (LibTorch, the standard library).
+bool inSystemHeader(const Decl &D);
 
 /// Statement order: the file offset of the statement's start after macro expansion.
 unsigned orderOf(const Stmt &S, const SourceManager &SM);
@@ -54,23 +60,6 @@ bool isAutocastCacheClear(const CallExpr &Call);
 /// An in-place update of a parameter's value outside the optimizer:
 /// `p.data().add_(...)`, or `p.sub_(lr * p.grad())` on a parameter under NoGradGuard.
 bool isInPlaceWeightUpdate(const CallExpr &Call, ASTContext &Ctx);
-
-/// A loss scale factor: a constant above 1, or a value whose name says scale
-/// (`scale`, `loss_scale_`, `scaler.get_scale()`), through local variables.
-/// A scalar of unknown value also counts: better to miss a warning than to
-/// report a scaled loss as unscaled.
-bool isScaleFactor(const Expr *E, ASTContext &Ctx);
-/// Whether the loss reaching a backward() was scaled on its way there: by a
-/// scaler's scale(), by a multiplication with a scale factor, through locals
-/// defined or rescaled (`loss *= scale`) before the backward in the same function,
-/// or by a scaled gradient argument (`loss.backward(scale_tensor)`).
-bool isScaledBackward(const CallExpr &Backward, const Expr *Loss, ASTContext &Ctx);
-
-/// Unscaling of gradients: a scaler's unscale_(), a call whose name says unscale
-/// (at::_amp_foreach_non_finite_check_and_unscale_, unscale_grads(...)), or a
-/// division of gradients (`p.grad().div_(scale)`, `p.mutable_grad() /= scale`,
-/// `p.grad().mul_(inv_scale)`); also a user function that does one of these.
-bool unscalesGradients(const Stmt &S, ASTContext &Ctx);
 
 /// Whether running S clears the autocast cache: at::autocast::clear_cache(), a
 /// user function that calls it, or an object whose destructor calls it (a guard).
@@ -126,10 +115,6 @@ bool clearsGradients(const Stmt &Region, llvm::ArrayRef<const ValueDecl *> Owner
 /// a precision other than plain fp32 (the checks report nothing in fp32 code).
 bool usesMixedPrecision(const FunctionDecl &F, const PrecisionContext &Context);
 bool translationUnitUsesMixedPrecision(ASTContext &Ctx, const PrecisionContext &Context);
-
-/// A product that scales a loss: the tensor is named as a loss, the factor as a scale, or
-/// the product is fed to backward().
-bool isLossScaling(const Expr &Product, const Expr *Tensor, const Expr *Factor, ASTContext &Ctx);
 
 } // namespace clang::tidy::mpnanny
 
