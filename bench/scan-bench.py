@@ -179,7 +179,7 @@ def profile_table(stderr):
     return totals
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(SOURCE_DIR, "build"),
                     help="build folder holding bin/mpnanny-check and the plugin")
@@ -194,8 +194,11 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     ap.add_argument("--realcode", nargs="?", const="", default=None, metavar="OWNER/NAME",
                     help="only the real-code project measure (see the description)")
-    args = ap.parse_args()
+    return ap.parse_args()
 
+
+def find_tools(args):
+    """(mpnanny-check, the plugin); sets args.clang when not given. Exits when one is missing."""
     if args.clang is None:
         # The floor is the clang of the same LLVM as the clang-tidy (16 on Debian 12, 19 in the
         # Debian 13 root), so that both parse alike.
@@ -209,12 +212,12 @@ def main():
             sys.exit("scan-bench: missing %s (build mpnanny-check and mpnanny-tidy)" % tool)
     if not plugins:
         sys.exit("scan-bench: no libmpnanny-tidy.so under " + args.build)
-    plugin = plugins[0]
-    if args.realcode is not None:
-        realcode_project(args, check, plugin, args.realcode)
-        return
+    return check, plugins[0]
 
-    scratch = tempfile.mkdtemp(prefix="mpnanny-scan-bench-")
+
+def model_and_flags(args):
+    """(the model source, the flags of the generated project); --quick also cuts the reps and
+    units to one smoke run."""
     if args.quick:
         args.reps, args.units = 1, 2
         mock = os.path.join(SOURCE_DIR, "test", "checks", "Inputs", "mock")
@@ -225,17 +228,12 @@ def main():
     else:
         flags = ["-std=c++17"] + torch_flags()
         model = os.path.join(SOURCE_DIR, "examples", "train_attention.cpp")
-    model_flags = flags + ["-I", os.path.join(SOURCE_DIR, "runtime", "include")]
-    checks = "-checks=-*,mpnanny-*"
-    env = dict(os.environ)
-    env.pop("XDG_CACHE_HOME", None)
+    return model, flags
 
-    load = os.getloadavg()
-    print("scan-bench: %s, %d cores, load %.1f %.1f %.1f, %d rep(s)" % (
-        os.uname().nodename, os.cpu_count(), *load, args.reps))
-    print("model: %s" % os.path.relpath(model, SOURCE_DIR))
 
-    # --- the model: every variant once per rep, interleaved ---------------------------
+def bench_model(args, check, plugin, checks, model, model_flags, scratch, env):
+    """Every variant on the model once per rep, interleaved; prints the table and returns
+    {variant: median of the per-rep ratios to parse}."""
     warm_dir = os.path.join(scratch, "cache-warm")
     timed([check, checks, "--wait-for-cache", "--cache-dir=" + warm_dir, model, "--"] + model_flags, env=env)
     variants = {
@@ -270,8 +268,12 @@ def main():
             max(rss[name])))
     print("cold: the detached build had the entry ready %.2f s after the scan started (median)"
           % statistics.median(entry_ready))
+    return x_parse
 
-    # --- the generated project ---------------------------------------------------------
+
+def bench_project(args, check, plugin, checks, flags, scratch, env):
+    """The generated project: a -p -jN scan, cold then warm, against clang-tidy one unit after
+    another; prints the times and returns (median warm seconds, clang-tidy seconds)."""
     project, units = generate_project(os.path.join(scratch, "project"), args.units, flags,
                                       shutil.which(args.clang))
     project_cache = os.path.join(scratch, "cache-project")
@@ -294,13 +296,16 @@ def main():
           "(one job: the model's warm scan above)" % (args.jobs, statistics.median(warm_j),
                                                       max(warm_rss)))
     print("  clang-tidy-16 + plugin, one unit after another: %8.2f s" % tidy_seq)
+    return statistics.median(warm_j), tidy_seq
 
+
+def print_ratios(x_parse, warm_median, tidy_seq):
     ratios = {
         "cold / parse": x_parse["cold"],
         "nocache / parse": x_parse["nocache"],
         "tidy / parse": x_parse["tidy"],
         "warm / parse": x_parse["warm"],
-        "project -j2 warm / tidy one by one": statistics.median(warm_j) / tidy_seq,
+        "project -j2 warm / tidy one by one": warm_median / tidy_seq,
     }
     print("\n%-40s %7s %7s" % ("ratio", "value", "target"))
     for name, value in ratios.items():
@@ -308,7 +313,10 @@ def main():
         print("%-40s %7.2f %7s %s" % (name, value, "%.2f" % target if target else "-",
                                       "" if not target else ("ok" if value <= target else "MISSED")))
 
-    # --- per-check cost ------------------------------------------------------------------
+
+def print_check_profile(args, plugin, checks, model, model_flags, env):
+    """Per-check matching time on the model, with the traversal limited to the user's code and
+    over every header."""
     print("\nper-check matching time on %s (s; clang-tidy --enable-check-profile):" %
           os.path.basename(model))
     tables = {}
@@ -324,6 +332,31 @@ def main():
                                          tables["all headers (--system-headers)"].get(n, 0.0)))
     print("  %-40s %16.4f %32.4f" % ("total", sum(tables["user code only"].values()),
                                      sum(tables["all headers (--system-headers)"].values())))
+
+
+def main():
+    args = parse_args()
+    check, plugin = find_tools(args)
+    if args.realcode is not None:
+        realcode_project(args, check, plugin, args.realcode)
+        return
+
+    scratch = tempfile.mkdtemp(prefix="mpnanny-scan-bench-")
+    model, flags = model_and_flags(args)
+    model_flags = flags + ["-I", os.path.join(SOURCE_DIR, "runtime", "include")]
+    checks = "-checks=-*,mpnanny-*"
+    env = dict(os.environ)
+    env.pop("XDG_CACHE_HOME", None)
+
+    load = os.getloadavg()
+    print("scan-bench: %s, %d cores, load %.1f %.1f %.1f, %d rep(s)" % (
+        os.uname().nodename, os.cpu_count(), *load, args.reps))
+    print("model: %s" % os.path.relpath(model, SOURCE_DIR))
+
+    x_parse = bench_model(args, check, plugin, checks, model, model_flags, scratch, env)
+    warm_median, tidy_seq = bench_project(args, check, plugin, checks, flags, scratch, env)
+    print_ratios(x_parse, warm_median, tidy_seq)
+    print_check_profile(args, plugin, checks, model, model_flags, env)
     print("\nload at the end: %.1f %.1f %.1f" % os.getloadavg())
     if args.keep:
         print("scratch kept in " + scratch)

@@ -219,7 +219,7 @@ def label_files_from(args):
     return out
 
 
-def main(argv=None):
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[1:]))
@@ -256,15 +256,12 @@ def main(argv=None):
     ap.add_argument("--no-gate", action="store_true", help="only report: exit 0 unless the input is bad")
     ap.add_argument("--verbose", action="store_true", help="list every miss and false positive, and every file's parse status")
     ap.add_argument("--json-out", default="", metavar="FILE", help="write every number and finding as JSON")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
-    L.SRC = os.path.abspath(args.src)  # labels.locate() reads the sources from here
-    tool = os.path.abspath(args.mpnanny_check)
-    if not os.access(tool, os.X_OK):
-        print("score.py: no mpnanny-check at %s" % tool, file=sys.stderr)
-        return 2
-    args.mpnanny_check = tool
-    help_text = checker_help(tool)
+
+def system_include_dirs(args):
+    """LibTorch's include folders, then CUDA's, for the compile commands; only a warning when
+    LibTorch's are not found."""
     torch_dirs = [os.path.abspath(d) for d in args.torch_include] or find_torch_include_dirs()
     cuda = {"auto": find_cuda_include_dir, "none": lambda: None}.get(args.cuda_include, lambda: args.cuda_include)()
     if cuda:
@@ -272,152 +269,210 @@ def main(argv=None):
     if not torch_dirs:
         print("score.py: LibTorch's headers were not found (set TORCH_DIR or pass --torch-include)",
               file=sys.stderr)
+    return torch_dirs
 
-    bad_input = []   # label files that do not load, stale labels, missing repositories
-    repos = []
-    wall_start = time.time()
-    for path in label_files_from(args):
+
+def locate_labels(doc, name):
+    """[(label, line_now)] of the labels still found in the sources, and a bad-input line for
+    each label that is not."""
+    located, stale, cache = [], [], {}
+    for label in doc["labels"] or []:
         try:
-            doc = L.load(path)
-        except L.LabelError as e:
-            bad_input.append(str(e))
+            line = L.locate(doc["repo"], label, cache)
+        except OSError as e:
+            stale.append("%s: %s:%s: %s" % (name, label["path"], label["line"], e.strerror or e))
             continue
-        repo = doc["repo"]
-        root = os.path.abspath(L.repo_dir(repo))
-        name = os.path.basename(path)
-        if not os.path.isdir(root):
-            bad_input.append("%s: %s is not extracted in %s (run test/realcode/fetch.sh)" % (name, repo, args.src))
+        if line is None:
+            stale.append("%s: %s:%s: no line has hash %s (the text changed: relabel it)"
+                         % (name, label["path"], label["line"], label["hash"]))
             continue
-        commit_file = os.path.join(root, ".mpnanny-commit")
-        if os.path.exists(commit_file):
-            with open(commit_file) as f:
-                have = f.read().strip()
-            if have != str(doc["commit"]):
-                bad_input.append("%s: %s is extracted at %s, the labels are for %s" % (name, repo, have[:12], str(doc["commit"])[:12]))
-        located, stale, cache = [], [], {}
-        for label in doc["labels"] or []:
-            try:
-                line = L.locate(repo, label, cache)
-            except OSError as e:
-                stale.append("%s: %s:%s: %s" % (name, label["path"], label["line"], e.strerror or e))
-                continue
-            if line is None:
-                stale.append("%s: %s:%s: no line has hash %s (the text changed: relabel it)"
-                             % (name, label["path"], label["line"], label["hash"]))
-                continue
-            located.append((label, line))
-        bad_input += stale
-        whole = [f for f in doc["files"] or []]
-        missing_whole = [f for f in whole if not os.path.isfile(os.path.join(root, f))]
-        bad_input += ["%s: %s is listed under files: but does not exist" % (name, f) for f in missing_whole]
-        labelled = sorted({l["path"] for l, _ in located} | (set(whole) - set(missing_whole)))
-        sample = unlabelled_sample(root, set(labelled) | set(whole) | {l["path"] for l in doc["labels"] or []},
-                                   args.unlabelled_sample)
-        repos.append({"name": name, "doc": doc, "root": root, "located": located,
-                      "labelled": labelled, "whole": set(whole), "sample": sample})
+        located.append((label, line))
+    return located, stale
 
-    for r in repos:
-        doc, root = r["doc"], r["root"]
-        files = r["labelled"] + r["sample"]
-        write_compile_db(doc, root, files, torch_dirs, args.extra_flag)
-        precision_args = declare_precision(doc, root, help_text)
-        print("score.py: %s: scanning %d files (%d labelled or read whole, %d unlabelled sample), precision %s%s"
-              % (doc["repo"], len(files), len(r["labelled"]), len(r["sample"]), doc["precision"],
-                 " (declared: %s)" % (" ".join(precision_args) or PROJECT_FILE)
-                 if doc["precision_how"] == "declared" else " (inferred)"),
-              file=sys.stderr, flush=True)
-        saved = os.path.join(args.scan_dir, r["name"][:-len(".yaml")] + ".json") if args.scan_dir else None
-        reused = None
-        if saved and args.reuse_scans and os.path.exists(saved):
-            with open(saved) as f:
-                reused = json.load(f)
-            if reused.get("files") != files or reused.get("precision_args") != precision_args:
-                print("score.py: %s: %s was a scan of other files or another precision: scanning again"
-                      % (doc["repo"], saved), file=sys.stderr)
-                reused = None
-            elif reused.get("rc") == 2:
-                print("score.py: %s: %s is a scan that could not run: scanning again" % (doc["repo"], saved),
-                      file=sys.stderr)
-                reused = None
-        if reused is not None:
-            findings, status, notes, rc, wall, cmd = (reused["findings"], reused["status"], reused["notes"],
-                                                      reused["rc"], reused["wall"], reused["command"])
-            r["facts"] = reused.get("facts")
-            notes = notes + ["scan reused from %s" % saved]
-        else:
-            r["facts"] = collect_facts(tool, os.path.join(root, BUILD_FOLDER), root, help_text, args.timeout * 4)
-            findings, status, notes, rc, wall, cmd = scan_repo(args, doc, root, files, precision_args)
-            if saved:
-                os.makedirs(args.scan_dir, exist_ok=True)
-                with open(saved + ".tmp", "w") as f:
-                    json.dump({"files": files, "precision_args": precision_args, "findings": findings,
-                               "status": status, "notes": notes, "rc": rc, "wall": wall, "command": cmd,
-                               "facts": r["facts"]}, f)
-                os.replace(saved + ".tmp", saved)
-        r.update(findings_raw=findings, status=status, notes=notes, rc=rc, wall=wall, command=cmd)
-        if rc == 2:
-            bad_input.append("%s: mpnanny-check exit 2: %s" % (r["name"], notes[0] if notes else ""))
-        classified, label_results = match_repo(doc, root, r["located"], findings, r["whole"], set(r["sample"]))
-        r["findings"], r["labels"] = classified, label_results
-        print("score.py: %s: %s, %d findings, %.1f s" % (doc["repo"], describe_rc(rc), len(findings), wall),
-              file=sys.stderr, flush=True)
-    total_wall = time.time() - wall_start
 
-    # ----- metrics -----
-    all_labels = [dict(l, repo=r["doc"]["repo"]) for r in repos for l in r["labels"]]
-    all_findings = [dict(f, repo=r["doc"]["repo"]) for r in repos for f in r["findings"]]
-    per_check = tally(all_labels, all_findings, lambda x: x["check"])
-    per_category = tally(all_labels, all_findings,
-                         lambda x: x["category"] or ("(other check's line)" if x.get("kind") == "fp_other"
-                                                     else "(unlabelled line)"))
-    per_repo = tally(all_labels, all_findings, lambda x: x["repo"])
-    total = Counts()
-    for c in per_check.values():
-        total.add(c)
+def load_repo(path, args, bad_input):
+    """The repository of one label file and the files to scan in it, or None when it cannot be
+    scored; whatever is wrong with its input goes to bad_input."""
+    try:
+        doc = L.load(path)
+    except L.LabelError as e:
+        bad_input.append(str(e))
+        return None
+    repo = doc["repo"]
+    root = os.path.abspath(L.repo_dir(repo))
+    name = os.path.basename(path)
+    if not os.path.isdir(root):
+        bad_input.append("%s: %s is not extracted in %s (run test/realcode/fetch.sh)" % (name, repo, args.src))
+        return None
+    # Reported, not skipped: the labels that still locate are scored all the same.
+    commit_file = os.path.join(root, ".mpnanny-commit")
+    if os.path.exists(commit_file):
+        with open(commit_file) as f:
+            have = f.read().strip()
+        if have != str(doc["commit"]):
+            bad_input.append("%s: %s is extracted at %s, the labels are for %s" % (name, repo, have[:12], str(doc["commit"])[:12]))
+    located, stale = locate_labels(doc, name)
+    bad_input.extend(stale)
+    whole = [f for f in doc["files"] or []]
+    missing_whole = [f for f in whole if not os.path.isfile(os.path.join(root, f))]
+    bad_input.extend("%s: %s is listed under files: but does not exist" % (name, f) for f in missing_whole)
+    labelled = sorted({l["path"] for l, _ in located} | (set(whole) - set(missing_whole)))
+    sample = unlabelled_sample(root, set(labelled) | set(whole) | {l["path"] for l in doc["labels"] or []},
+                               args.unlabelled_sample)
+    return {"name": name, "doc": doc, "root": root, "located": located,
+            "labelled": labelled, "whole": set(whole), "sample": sample}
 
+
+def load_repos(args, bad_input):
+    repos = []
+    for path in label_files_from(args):
+        r = load_repo(path, args, bad_input)
+        if r is not None:
+            repos.append(r)
+    return repos
+
+
+def saved_scan_to_reuse(doc, saved, files, precision_args):
+    """The scan saved in `saved` when it is one of these files at this precision and it ran;
+    None (and why, on stderr) otherwise."""
+    with open(saved) as f:
+        reused = json.load(f)
+    if reused.get("files") != files or reused.get("precision_args") != precision_args:
+        print("score.py: %s: %s was a scan of other files or another precision: scanning again"
+              % (doc["repo"], saved), file=sys.stderr)
+        return None
+    if reused.get("rc") == 2:
+        print("score.py: %s: %s is a scan that could not run: scanning again" % (doc["repo"], saved),
+              file=sys.stderr)
+        return None
+    return reused
+
+
+def scan_and_save(args, r, files, precision_args, help_text, saved):
+    """Runs the facts pass and the scan of one repository; keeps the raw scan in `saved` when
+    given. Returns (findings, status, notes, rc, wall, command)."""
+    doc, root = r["doc"], r["root"]
+    r["facts"] = collect_facts(args.mpnanny_check, os.path.join(root, BUILD_FOLDER), root, help_text,
+                               args.timeout * 4)
+    findings, status, notes, rc, wall, cmd = scan_repo(args, doc, root, files, precision_args)
+    if saved:
+        os.makedirs(args.scan_dir, exist_ok=True)
+        # Written aside and renamed: an interrupted run never leaves half a scan to reuse.
+        with open(saved + ".tmp", "w") as f:
+            json.dump({"files": files, "precision_args": precision_args, "findings": findings,
+                       "status": status, "notes": notes, "rc": rc, "wall": wall, "command": cmd,
+                       "facts": r["facts"]}, f)
+        os.replace(saved + ".tmp", saved)
+    return findings, status, notes, rc, wall, cmd
+
+
+def score_repo(args, r, torch_dirs, help_text, bad_input):
+    """Scans one repository (or reuses its saved scan) and matches the findings to its labels,
+    into r."""
+    doc, root = r["doc"], r["root"]
+    files = r["labelled"] + r["sample"]
+    write_compile_db(doc, root, files, torch_dirs, args.extra_flag)
+    precision_args = declare_precision(doc, root, help_text)
+    print("score.py: %s: scanning %d files (%d labelled or read whole, %d unlabelled sample), precision %s%s"
+          % (doc["repo"], len(files), len(r["labelled"]), len(r["sample"]), doc["precision"],
+             " (declared: %s)" % (" ".join(precision_args) or PROJECT_FILE)
+             if doc["precision_how"] == "declared" else " (inferred)"),
+          file=sys.stderr, flush=True)
+    saved = os.path.join(args.scan_dir, r["name"][:-len(".yaml")] + ".json") if args.scan_dir else None
+    reused = None
+    if saved and args.reuse_scans and os.path.exists(saved):
+        reused = saved_scan_to_reuse(doc, saved, files, precision_args)
+    if reused is not None:
+        findings, status, notes, rc, wall, cmd = (reused["findings"], reused["status"], reused["notes"],
+                                                  reused["rc"], reused["wall"], reused["command"])
+        r["facts"] = reused.get("facts")
+        notes = notes + ["scan reused from %s" % saved]
+    else:
+        findings, status, notes, rc, wall, cmd = scan_and_save(args, r, files, precision_args, help_text, saved)
+    r.update(findings_raw=findings, status=status, notes=notes, rc=rc, wall=wall, command=cmd)
+    if rc == 2:
+        bad_input.append("%s: mpnanny-check exit 2: %s" % (r["name"], notes[0] if notes else ""))
+    classified, label_results = match_repo(doc, root, r["located"], findings, r["whole"], set(r["sample"]))
+    r["findings"], r["labels"] = classified, label_results
+    print("score.py: %s: %s, %d findings, %.1f s" % (doc["repo"], describe_rc(rc), len(findings), wall),
+          file=sys.stderr, flush=True)
+
+
+class Tallies:
+    """Every label result and finding of the corpus (each with its repository), and their
+    counts per check, per category and per repository, and in total."""
+
+    def __init__(self, repos):
+        self.labels = [dict(l, repo=r["doc"]["repo"]) for r in repos for l in r["labels"]]
+        self.findings = [dict(f, repo=r["doc"]["repo"]) for r in repos for f in r["findings"]]
+        self.per_check = tally(self.labels, self.findings, lambda x: x["check"])
+        self.per_category = tally(self.labels, self.findings,
+                                  lambda x: x["category"] or ("(other check's line)" if x.get("kind") == "fp_other"
+                                                              else "(unlabelled line)"))
+        self.per_repo = tally(self.labels, self.findings, lambda x: x["repo"])
+        self.total = Counts()
+        for c in self.per_check.values():
+            self.total.add(c)
+
+
+def failed_gates(per_check, total, min_recall, max_fp_rate):
     gates = []
-    if not args.no_gate:
-        for check in sorted(per_check):
-            c = per_check[check]
-            if c.flag and c.recall < args.min_recall:
-                gates.append("%s: recall %s < %s" % (check, pct(c.recall), pct(args.min_recall)))
-            if c.fp_rate is not None and c.fp_rate > args.max_fp_rate:
-                gates.append("%s: FP rate %s > %s" % (check, pct(c.fp_rate), pct(args.max_fp_rate)))
-        if total.flag and total.recall < args.min_recall:
-            gates.append("total: recall %s < %s" % (pct(total.recall), pct(args.min_recall)))
-        if total.fp_rate is not None and total.fp_rate > args.max_fp_rate:
-            gates.append("total: FP rate %s > %s" % (pct(total.fp_rate), pct(args.max_fp_rate)))
-    failed_checks = {g.split(":")[0] for g in gates}
+    for check in sorted(per_check):
+        c = per_check[check]
+        if c.flag and c.recall < min_recall:
+            gates.append("%s: recall %s < %s" % (check, pct(c.recall), pct(min_recall)))
+        if c.fp_rate is not None and c.fp_rate > max_fp_rate:
+            gates.append("%s: FP rate %s > %s" % (check, pct(c.fp_rate), pct(max_fp_rate)))
+    if total.flag and total.recall < min_recall:
+        gates.append("total: recall %s < %s" % (pct(total.recall), pct(min_recall)))
+    if total.fp_rate is not None and total.fp_rate > max_fp_rate:
+        gates.append("total: FP rate %s > %s" % (pct(total.fp_rate), pct(max_fp_rate)))
+    return gates
 
-    # ----- tables -----
+
+def print_legend(repos, t, tool):
     print("real-code corpus: %d repositories, %d labels (%d FLAG, %d NO_FLAG), mpnanny-check %s"
-          % (len(repos), len(all_labels), total.flag, total.noflag, tool))
+          % (len(repos), len(t.labels), t.total.flag, t.total.noflag, tool))
     print("columns: FLAG labels, found (TP), recall; NO_FLAG labels; FP on a NO_FLAG line of the check (FP@NO),")
     print("  on a line labelled for other checks only (other), on an unlabelled line of a file read whole (whole);")
     print("  FP = all three; FP rate = FP / (TP + FP); FP@NO/NO = FP@NO / NO_FLAG labels;")
     print("  unjudged = findings on unlabelled lines of files not read whole (not FP). Same line only.")
     print()
-    width = max([len(k) for k in per_check] + [28])
-    print_table("check", width, [(k, per_check[k]) for k in sorted(per_check)], ("total", total),
-                extra_head="  gate",
-                extras=["  " + ("FAIL" if k in failed_checks else "ok" if not args.no_gate else "")
-                        for k in sorted(per_check)])
-    width = max([len(k) for k in per_category] + [20])
-    print_table("category", width, [(k, per_category[k]) for k in sorted(per_category)], ("total", total))
 
-    width = max([len(r["doc"]["repo"]) for r in repos] + [23])
+
+def print_check_and_category_tables(t, gates, no_gate):
+    failed_checks = {g.split(":")[0] for g in gates}
+    width = max([len(k) for k in t.per_check] + [28])
+    print_table("check", width, [(k, t.per_check[k]) for k in sorted(t.per_check)], ("total", t.total),
+                extra_head="  gate",
+                extras=["  " + ("FAIL" if k in failed_checks else "ok" if not no_gate else "")
+                        for k in sorted(t.per_check)])
+    width = max([len(k) for k in t.per_category] + [20])
+    print_table("category", width, [(k, t.per_category[k]) for k in sorted(t.per_category)], ("total", t.total))
+
+
+def repo_column_width(repos):
+    return max([len(r["doc"]["repo"]) for r in repos] + [23])
+
+
+def print_repository_table(repos, t):
     rows, extras = [], []
     for r in repos:
         repo = r["doc"]["repo"]
         st = list(r["status"].values())
         ok = sum(1 for s in st if s["status"] == "ok")
-        rows.append((repo, per_repo.get(repo, Counts())))
+        rows.append((repo, t.per_repo.get(repo, Counts())))
         extras.append("  %-13s %-8s %3d/%-3d %7.1f" % (r["doc"]["precision"], r["doc"]["precision_how"],
                                                      ok, len(st), r["wall"]))
-    print_table("repository", width, rows, ("total", total, "  %-13s %-8s %7s %7.1f" % ("", "", "", sum(r["wall"] for r in repos))),
+    print_table("repository", repo_column_width(repos), rows,
+                ("total", t.total, "  %-13s %-8s %7s %7.1f" % ("", "", "", sum(r["wall"] for r in repos))),
                 extra_head="  %-13s %-8s %7s %7s" % ("precision", "how", "ok/files", "wall s"), extras=extras)
 
-    # findings per KLOC on the unlabelled sample
+
+def print_findings_per_kloc(repos, all_findings):
+    """Prints the findings per KLOC of the unlabelled sample; returns ({repo: its numbers},
+    {"all"/"fp32": [files, parsed, lines, findings]})."""
+    width = repo_column_width(repos)
     head = "%-*s %-13s %7s %7s %8s %8s %8s" % (width, "unlabelled sample", "precision", "files", "parsed", "lines", "findings", "per KLOC")
     print(head)
     print("-" * len(head))
@@ -455,8 +510,12 @@ def main(argv=None):
     other_unlabelled = sum(1 for f in all_findings if f["kind"] in ("unjudged", "outside"))
     print("  findings per KLOC counts the sample files only; the %d unjudged findings elsewhere are in the tables above" % other_unlabelled)
     print()
+    return kloc, agg
 
-    # parse status
+
+def print_parse_status(repos, verbose):
+    """Prints the files that did not parse cleanly (every file with verbose), each repository's
+    notes and facts pass; returns {status: files}."""
     print("parse status (ok / N compile errors (first error) / timeout / crash):")
     counts = defaultdict(int)
     not_checked_total = 0
@@ -466,7 +525,7 @@ def main(argv=None):
             counts[st["status"]] += 1
             not_checked_total += st.get("not_checked_count", 0)
             role = "whole" if f in r["whole"] else "labelled" if f in r["labelled"] else "sample"
-            if args.verbose or st["status"] != "ok" or st.get("not_checked"):
+            if verbose or st["status"] != "ok" or st.get("not_checked"):
                 print("  %s %s [%s]: %s" % (r["doc"]["repo"], f, role, status_text(st)[:400]))
         for n in r["notes"]:
             print("  %s: %s" % (r["doc"]["repo"], n[:600]))
@@ -475,25 +534,28 @@ def main(argv=None):
     print("  files: %s%s" % (", ".join("%s %d" % (k, v) for k, v in sorted(counts.items())),
                              "; functions not checked: %d" % not_checked_total if not_checked_total else ""))
     print()
+    return counts
 
-    # misses and false positives
-    if args.verbose:
-        print("misses (FLAG labels no finding of their check reached):")
-        for l in all_labels:
-            if l["verdict"] == "FLAG" and not l["found"]:
-                print("  %s %s:%d: %s: %s" % (l["repo"], l["path"], l["line"], l["check"], " ".join(str(l["reason"]).split())[:240]))
-        print("false positives:")
-        for f in all_findings:
-            if f["kind"].startswith("fp_"):
-                why = {"fp_noflag": "on a NO_FLAG line", "fp_whole": "on an unlabelled line of a file read whole",
-                       "fp_other": "on a line labelled for %s only" % ", ".join(f.get("labelled_for", []))}[f["kind"]]
-                print("  %s %s:%d: %s (%s): %s" % (f["repo"], f["path"], f["line"], f["check"], why, f["message"][:240]))
-        print("unjudged findings:")
-        for f in all_findings:
-            if f["kind"] in ("unjudged", "outside", "sample"):
-                print("  %s %s:%d: %s [%s]: %s" % (f["repo"], f["path"], f["line"], f["check"], f["kind"], f["message"][:200]))
-        print()
 
+def print_misses_and_false_positives(all_labels, all_findings):
+    print("misses (FLAG labels no finding of their check reached):")
+    for l in all_labels:
+        if l["verdict"] == "FLAG" and not l["found"]:
+            print("  %s %s:%d: %s: %s" % (l["repo"], l["path"], l["line"], l["check"], " ".join(str(l["reason"]).split())[:240]))
+    print("false positives:")
+    for f in all_findings:
+        if f["kind"].startswith("fp_"):
+            why = {"fp_noflag": "on a NO_FLAG line", "fp_whole": "on an unlabelled line of a file read whole",
+                   "fp_other": "on a line labelled for %s only" % ", ".join(f.get("labelled_for", []))}[f["kind"]]
+            print("  %s %s:%d: %s (%s): %s" % (f["repo"], f["path"], f["line"], f["check"], why, f["message"][:240]))
+    print("unjudged findings:")
+    for f in all_findings:
+        if f["kind"] in ("unjudged", "outside", "sample"):
+            print("  %s %s:%d: %s [%s]: %s" % (f["repo"], f["path"], f["line"], f["check"], f["kind"], f["message"][:200]))
+    print()
+
+
+def print_closing_lines(args, repos, bad_input, total_wall, gates):
     if bad_input:
         print("bad input (%d):" % len(bad_input))
         for b in bad_input:
@@ -506,36 +568,70 @@ def main(argv=None):
               % (pct(args.min_recall), pct(args.max_fp_rate), "; ".join(gates)))
     else:
         print("gates: met (recall >= %s, FP rate <= %s, per check and in total)" % (pct(args.min_recall), pct(args.max_fp_rate)))
+
+
+def json_document(args, torch_dirs, total_wall, repos, t, kloc, agg, parse_counts, gates, bad_input, code):
+    return {
+        "mpnanny_check": args.mpnanny_check, "system_include": torch_dirs, "wall_s": round(total_wall, 1),
+        "settings": {k: getattr(args, k) for k in ("unlabelled_sample", "jobs", "timeout", "no_cache",
+                                                   "min_recall", "max_fp_rate", "no_gate")},
+        "per_check": {k: v.as_dict() for k, v in sorted(t.per_check.items())},
+        "per_category": {k: v.as_dict() for k, v in sorted(t.per_category.items())},
+        "per_repo": {r["doc"]["repo"]: dict(t.per_repo.get(r["doc"]["repo"], Counts()).as_dict(),
+                                            precision=r["doc"]["precision"],
+                                            precision_how=r["doc"]["precision_how"],
+                                            wall_s=round(r["wall"], 1), rc=r["rc"], command=r["command"],
+                                            facts=r.get("facts"), notes=r["notes"],
+                                            files={f: dict(r["status"].get(f, {}),
+                                                           role="whole" if f in r["whole"] else
+                                                           "labelled" if f in r["labelled"] else "sample")
+                                                   for f in r["labelled"] + r["sample"]})
+                     for r in repos},
+        "kloc": kloc,
+        "kloc_total": dict(zip(("files", "parsed_ok", "lines", "findings"), agg["all"])),
+        "kloc_fp32": dict(zip(("files", "parsed_ok", "lines", "findings"), agg["fp32"])),
+        "totals": t.total.as_dict(),
+        "parse_status": dict(parse_counts),
+        "gates_failed": gates,
+        "bad_input": bad_input,
+        "labels": t.labels,
+        "findings": t.findings,
+        "exit": code,
+    }
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    L.SRC = os.path.abspath(args.src)  # labels.locate() reads the sources from here
+    tool = os.path.abspath(args.mpnanny_check)
+    if not os.access(tool, os.X_OK):
+        print("score.py: no mpnanny-check at %s" % tool, file=sys.stderr)
+        return 2
+    args.mpnanny_check = tool
+    help_text = checker_help(tool)
+    torch_dirs = system_include_dirs(args)
+
+    bad_input = []   # label files that do not load, stale labels, missing repositories
+    wall_start = time.time()
+    repos = load_repos(args, bad_input)
+    for r in repos:
+        score_repo(args, r, torch_dirs, help_text, bad_input)
+    total_wall = time.time() - wall_start
+
+    t = Tallies(repos)
+    gates = [] if args.no_gate else failed_gates(t.per_check, t.total, args.min_recall, args.max_fp_rate)
+    print_legend(repos, t, tool)
+    print_check_and_category_tables(t, gates, args.no_gate)
+    print_repository_table(repos, t)
+    kloc, agg = print_findings_per_kloc(repos, t.findings)
+    parse_counts = print_parse_status(repos, args.verbose)
+    if args.verbose:
+        print_misses_and_false_positives(t.labels, t.findings)
+    print_closing_lines(args, repos, bad_input, total_wall, gates)
     code = 2 if bad_input else 1 if gates else 0
 
     if args.json_out:
-        out = {
-            "mpnanny_check": tool, "system_include": torch_dirs, "wall_s": round(total_wall, 1),
-            "settings": {k: getattr(args, k) for k in ("unlabelled_sample", "jobs", "timeout", "no_cache",
-                                                       "min_recall", "max_fp_rate", "no_gate")},
-            "per_check": {k: v.as_dict() for k, v in sorted(per_check.items())},
-            "per_category": {k: v.as_dict() for k, v in sorted(per_category.items())},
-            "per_repo": {r["doc"]["repo"]: dict(per_repo.get(r["doc"]["repo"], Counts()).as_dict(),
-                                                precision=r["doc"]["precision"],
-                                                precision_how=r["doc"]["precision_how"],
-                                                wall_s=round(r["wall"], 1), rc=r["rc"], command=r["command"],
-                                                facts=r.get("facts"), notes=r["notes"],
-                                                files={f: dict(r["status"].get(f, {}),
-                                                               role="whole" if f in r["whole"] else
-                                                               "labelled" if f in r["labelled"] else "sample")
-                                                       for f in r["labelled"] + r["sample"]})
-                         for r in repos},
-            "kloc": kloc,
-            "kloc_total": dict(zip(("files", "parsed_ok", "lines", "findings"), agg["all"])),
-            "kloc_fp32": dict(zip(("files", "parsed_ok", "lines", "findings"), agg["fp32"])),
-            "totals": total.as_dict(),
-            "parse_status": dict(counts),
-            "gates_failed": gates,
-            "bad_input": bad_input,
-            "labels": all_labels,
-            "findings": all_findings,
-            "exit": code,
-        }
+        out = json_document(args, torch_dirs, total_wall, repos, t, kloc, agg, parse_counts, gates, bad_input, code)
         with open(args.json_out, "w") as f:
             json.dump(out, f, indent=1, default=str)
             f.write("\n")

@@ -58,25 +58,16 @@ def score(args, work, extra, env_paths=False, name="run"):
     return proc.returncode, proc.stdout, data
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mpnanny-check", required=True)
     ap.add_argument("--mock", required=True, help="test/checks/Inputs/mock")
     ap.add_argument("--work", required=True, help="a scratch folder (emptied first)")
-    args = ap.parse_args()
-    try:
-        import yaml  # noqa: F401
-    except ImportError:
-        print("PyYAML is missing: skipped")
-        return 77
+    return ap.parse_args()
 
-    work = os.path.abspath(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(os.path.join(HERE, "fixture"), os.path.join(work, "fixture"))
-    root = os.path.join(work, "fixture", "src", KEY)
 
-    # --- the compile commands, unit by unit ---
-    sys.path.insert(0, HERE)
+def check_compile_args():
+    # Imported here, after main's PyYAML check: score.py loads labels.py, which needs it.
     import score as S
     doc = {"std": "c++20", "include": ["inc", "."], "defines": ["USE_CUDA", "X=2"]}
     a = S.compile_args(doc, "/r", "k/attn.cu", ["/t/api", "/usr/include"], [])
@@ -86,7 +77,8 @@ def main():
            ["-x", "c++", "-c", "/r/a.hpp"])
     expect("compile_args of a .cpp has no -x", "-x" in S.compile_args(doc, "/r", "a.cpp", [], []), False)
 
-    # --- a label names a statement: a finding on any of its lines is matched to it ---
+
+def check_statement_span():
     import labels as L
     source = ["  return torch::nn::functional::normalize(",
               "      h, Options().p(2).dim(1));  // (a comment's ')' does not count",
@@ -96,12 +88,8 @@ def main():
     expect("a block opener spans its line only", list(L.statement_span(source, 4)), [4])
     expect("a ')' in a string does not count", list(L.statement_span(source, 5)), [5])
 
-    # --- the whole fixture, options for the folders ---
-    rc, text, d = score(args, work, [], name="gated")
-    expect("exit code with the default gates", rc, 1)
-    if d is None:
-        print("no JSON written")
-        return 1
+
+def check_per_check_counts(d):
     c = d["per_check"]
     cr, ls, um = (c.get("mpnanny-fp16-constant-range", {}), c.get("mpnanny-log-softmax", {}),
                   c.get("mpnanny-unsafe-math", {}))
@@ -121,6 +109,9 @@ def main():
     expect("log-softmax FP rate", ls.get("fp_rate"), 0.5)
     expect("unsafe-math recall (a FLAG, no finding)", um.get("recall"), 0.0)
     expect("unsafe-math FP rate (no finding)", um.get("fp_rate"), None)
+
+
+def check_totals_and_categories(d):
     t = d["totals"]
     for k, v in (("flag", 4), ("found", 2), ("noflag", 2), ("fp", 3), ("unjudged", 1)):
         expect("total " + k, t.get(k), v)
@@ -134,6 +125,9 @@ def main():
     expect("category domain", {k: cat.get("domain", {}).get(k) for k in ("flag", "found")}, {"flag": 1, "found": 0})
     labels = {(l["path"], l["check"]): l for l in d["labels"]}
     expect("moved label located at its text", labels[("src/train.cpp", "mpnanny-log-softmax")]["line"], 6)
+
+
+def check_kloc_and_parse_status(d, root):
     # findings per KLOC: util.cpp is the only unlabelled LibTorch source; 2 findings there.
     k = d["kloc"][REPO]
     lines = len(open(os.path.join(root, "src", "util.cpp")).read().splitlines())
@@ -148,26 +142,24 @@ def main():
     expect("train.cpp role", files["src/train.cpp"].get("role"), "labelled")
     expect("util.cpp parse status", (files["src/util.cpp"].get("status"), files["src/util.cpp"].get("errors")), ("errors", 1))
     expect("util.cpp first error named", "fixture_undeclared_symbol" in files["src/util.cpp"].get("detail", ""), True)
-    # the scan as a user runs it: its compile database, the declared precision
+
+
+def check_scan_as_a_user_runs_it(d, root, mock):
+    """The scan as a user runs it: its compile database, the declared precision."""
     with open(os.path.join(root, ".mpnanny-build", "compile_commands.json")) as f:
         db = {os.path.relpath(e["file"], root): e for e in json.load(f)}
     expect("compile database files", sorted(db), ["src/model.cpp", "src/train.cpp", "src/util.cpp"])
     args_model = db["src/model.cpp"]["arguments"]
     expect("compile flags", [a for a in args_model if a.startswith(("-std", "-I", "-D"))],
            ["-std=c++17", "-I" + os.path.join(root, "src"), "-DMPNANNY_FIXTURE=1"])
-    expect("mock headers as LibTorch's", args_model[args_model.index("-isystem") + 1], os.path.abspath(args.mock))
+    expect("mock headers as LibTorch's", args_model[args_model.index("-isystem") + 1], os.path.abspath(mock))
     expect("compile directory", db["src/model.cpp"]["directory"], root)
     command = d["per_repo"][REPO]["command"]
     declared = "--precision=fp16" in command or os.path.exists(os.path.join(root, ".mpnanny.yaml"))
     expect("precision declared (--precision or .mpnanny.yaml)", declared, True)
-    expect("no bad input", d["bad_input"], [])
 
-    # --- the same through the environment, only reporting ---
-    rc, text, d2 = score(args, work, ["--no-gate"], env_paths=True, name="nogate")
-    expect("exit code with --no-gate", rc, 0)
-    expect("same totals through MPNANNY_REALCODE_*", d2 and d2["totals"], d["totals"])
 
-    # --- a label whose text changed: bad input, listed ---
+def check_stale_label(args, work):
     path = os.path.join(work, "fixture", "labels", KEY + ".yaml")
     with open(path) as f:
         text = f.read()
@@ -176,6 +168,47 @@ def main():
     rc, out, d3 = score(args, work, [], name="stale")
     expect("exit code with a stale label", rc, 2)
     expect("stale label listed", "src/model.cpp:7: no line has hash deadbeef0000" in out, True)
+
+
+def main():
+    args = parse_args()
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        print("PyYAML is missing: skipped")
+        return 77
+
+    work = os.path.abspath(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(os.path.join(HERE, "fixture"), os.path.join(work, "fixture"))
+    root = os.path.join(work, "fixture", "src", KEY)
+
+    # --- the compile commands, unit by unit ---
+    sys.path.insert(0, HERE)
+    check_compile_args()
+
+    # --- a label names a statement: a finding on any of its lines is matched to it ---
+    check_statement_span()
+
+    # --- the whole fixture, options for the folders ---
+    rc, text, d = score(args, work, [], name="gated")
+    expect("exit code with the default gates", rc, 1)
+    if d is None:
+        print("no JSON written")
+        return 1
+    check_per_check_counts(d)
+    check_totals_and_categories(d)
+    check_kloc_and_parse_status(d, root)
+    check_scan_as_a_user_runs_it(d, root, args.mock)
+    expect("no bad input", d["bad_input"], [])
+
+    # --- the same through the environment, only reporting ---
+    rc, text, d2 = score(args, work, ["--no-gate"], env_paths=True, name="nogate")
+    expect("exit code with --no-gate", rc, 0)
+    expect("same totals through MPNANNY_REALCODE_*", d2 and d2["totals"], d["totals"])
+
+    # --- a label whose text changed: bad input, listed ---
+    check_stale_label(args, work)
 
     if failures:
         print("test_score: %d assertion(s) failed: %s" % (len(failures), ", ".join(failures)))
