@@ -107,6 +107,10 @@ std::optional<Format> PrecisionContext::knownFormatImpl(const Expr *E, int Depth
     return Format::FP32;
   if (auto D = explicitDtypeOf(*TC))
     return D;
+  // `probs.to(logits.dtype())` has logits' format whatever probs held: unknown when logits'
+  // is, not the operand's.
+  if (const Expr *Donor = dtypeDonor(*TC))
+    return knownFormatImpl(Donor, Depth + 1);
   if (isDefaultDtypeFactory(*TC))
     return Format::FP32;
   // torch::cat({a, b}), torch::stack({..}): the format every listed tensor agrees on.
@@ -351,30 +355,16 @@ std::optional<Format> PrecisionContext::requestedFormat(const TorchCall &Call) c
     return std::nullopt;
   if (auto F = explicitDtypeOf(Call))
     return F;
-  for (const Expr *Arg : Call.Args) {
-    if (!isOptionsOrDtype(Arg->getType()))
-      continue;
-    const Expr *Options = ignoreConversions(Arg);
-    if (const auto *Ref = dyn_cast<DeclRefExpr>(Options))
-      if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
-          Var && Var->isLocalVarDecl() && Var->getInit())
-        Options = ignoreConversions(Var->getInit());
-    const auto *Member = dyn_cast<CXXMemberCallExpr>(Options);
-    const CXXMethodDecl *M = Member ? Member->getMethodDecl() : nullptr;
-    if (!M || !M->getIdentifier() || M->getName() != "options")
-      continue;
-    const Expr *Of = Member->getImplicitObjectArgument();
-    if (isIntegralData(Of))
-      return std::nullopt;
-    if (auto F = knownFormat(Of))
-      return F;
-    switch (at(*Call.Call).Value) {
-    case Precision::FP16: return Format::FP16;
-    case Precision::BF16: return Format::BF16;
-    default: return std::nullopt; // under autocast a tensor holds whatever the op before gave
-    }
+  const Expr *Of = dtypeDonor(Call);
+  if (!Of || isIntegralData(Of))
+    return std::nullopt;
+  if (auto F = knownFormat(Of))
+    return F;
+  switch (at(*Call.Call).Value) {
+  case Precision::FP16: return Format::FP16;
+  case Precision::BF16: return Format::BF16;
+  default: return std::nullopt; // under autocast a tensor holds whatever the op before gave
   }
-  return std::nullopt;
 }
 
 std::optional<Format> PrecisionContext::computeFormatOf(const TorchCall &Call,

@@ -71,12 +71,21 @@ static double roundConstant(double V, kb::Format F) {
 
 /// A computed result stored in the format. A positive lower bound that the format
 /// cannot hold becomes an exact 0 (exp(-20) is 0 in fp16); an open 0 stays open,
-/// because "positive, of unknown size" is not evidence of underflow.
+/// because "positive, of unknown size" is not evidence of underflow. Except for a
+/// probability map (0, 1] in fp16: the knowledge base closes the maps fp16 computes at 0,
+/// since a softmax over thousands of logits does reach probabilities below 2.98e-8, and
+/// a map computed in fp32 then stored in fp16 (`softmax(x, -1, kFloat).to(kHalf)`) loses
+/// the same tail.
 static Interval roundTo(Interval I, kb::Format F) {
   const FormatLimits &L = limitsOf(F);
   if (I.Lo > 0 && I.Lo < L.flushBelow()) {
     I.Lo = 0;
     I.LoOpen = false;
+  }
+  if (F == kb::Format::FP16 && I.Lo == 0 && I.LoOpen && I.Hi == 1) {
+    I.LoOpen = false;
+    I.Origin += (I.Origin.empty() ? "" : "; ") + std::string("fp16 stores probabilities below ") +
+                formatNumber(L.flushBelow()) + " as 0";
   }
   if (I.Hi < 0 && I.Hi > -L.flushBelow()) {
     I.Hi = 0;
@@ -327,6 +336,8 @@ kb::Format RangeAnalysis::computeFormat(const Expr *E,
     return contextFormat(Context);
   if (auto D = explicitDtype(*TC))
     return *D;
+  if (const Expr *Donor = dtypeDonor(*TC)) // `probs.to(logits.dtype())`
+    return InputFormat(Donor);
   const kb::Op *OpEntry = lookupOp(*TC, KB);
   kb::Format Input = TC->Self ? InputFormat(TC->Self) : contextFormat(Context);
   if (Context == kb::Precision::AutocastFP16 || Context == kb::Precision::AutocastBF16) {
@@ -447,9 +458,8 @@ Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op, std::opti
   }
   if (R.isUnknown())
     return R;
-  R = roundTo(R, F);
   joinOrigins(R, A, B);
-  return R;
+  return roundTo(R, F);
 }
 
 /// The literal bounds of a clamp, told apart by the callee's parameter names
@@ -485,12 +495,11 @@ Interval RangeAnalysis::rangeOfCall(const CallExpr &Call, std::optional<kb::Form
   kb::Format F = formatOf(&Call);
   // Conversions keep the values, stored in the new format.
   if (TC->Kind == Spelling::Method &&
-      (TC->Name == "to" || TC->Name == "toType" || TC->Name == "type" || TC->Name == "half" ||
-       TC->Name == "float" || TC->Name == "double" || TC->Name == "bfloat16")) {
+      (TC->Name == "to" || TC->Name == "toType" || TC->Name == "type" || TC->Name == "type_as" ||
+       TC->Name == "half" || TC->Name == "float" || TC->Name == "double" ||
+       TC->Name == "bfloat16")) {
     Interval In = rangeImpl(TC->Self, F, Depth + 1);
-    Interval R = In.isUnknown() ? In : roundTo(In, F);
-    takeOrigin(R, In);
-    return R;
+    return In.isUnknown() ? In : roundTo(In, F);
   }
   const kb::Op *Op = lookupOp(*TC, KB);
   if (!Op)
@@ -563,9 +572,7 @@ Interval RangeAnalysis::rangeOfCall(const CallExpr &Call, std::optional<kb::Form
   }
   if (R.isUnknown())
     return R;
-  Interval Before = R;
   R = roundTo(R, F);
-  takeOrigin(R, Before);
   (void)Assumed;
   (void)isHalf;
   return R;

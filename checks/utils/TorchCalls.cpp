@@ -341,6 +341,36 @@ std::optional<kb::Format> explicitDtype(const TorchCall &Call) {
   return std::nullopt;
 }
 
+/// `logits.options()`, `logits.dtype()` or `logits.scalar_type()`: the tensor they are read from.
+static const Expr *tensorWhoseDtypeIsRead(const Expr *Arg) {
+  const Expr *E = ignoreConversions(Arg);
+  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(E))
+    if (const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+        Var && Var->isLocalVarDecl() && Var->getInit() && isOptionsOrDtype(Var->getType()))
+      E = ignoreConversions(Var->getInit());
+  const auto *Member = dyn_cast_or_null<CXXMemberCallExpr>(E);
+  const CXXMethodDecl *Method = Member ? Member->getMethodDecl() : nullptr;
+  if (!Method || !Method->getIdentifier())
+    return nullptr;
+  static const llvm::StringRef Readers[] = {"options", "dtype", "scalar_type"};
+  if (!llvm::is_contained(Readers, Method->getName()))
+    return nullptr;
+  const Expr *Object = Member->getImplicitObjectArgument();
+  return Object && isTensorType(Object->getType()) ? Object : nullptr;
+}
+
+const Expr *dtypeDonor(const TorchCall &Call) {
+  const bool CopiesATensorsType =
+      Call.Kind == Spelling::Method && (Call.Name == "to" || Call.Name == "type_as");
+  for (const Expr *Arg : Call.Args) {
+    if (const Expr *Object = tensorWhoseDtypeIsRead(Arg))
+      return Object;
+    if (CopiesATensorsType && isTensorType(ignoreConversions(Arg)->getType()))
+      return Arg;
+  }
+  return nullptr;
+}
+
 bool dtypeIsTheResultsOnly(const TorchCall &Call) {
   static const llvm::StringRef Ops[] = {
       "softmax", "log_softmax", "softmin", "sum",  "nansum",      "mean",

@@ -59,6 +59,12 @@ std::optional<kb::Format> lowestDtypeIn(const Stmt *E);
 /// The dtype the call requests explicitly through one of its arguments.
 std::optional<kb::Format> explicitDtype(const TorchCall &Call);
 
+/// The tensor whose dtype a call copies instead of naming one: `probs.to(logits.dtype())`,
+/// `.to(logits.scalar_type())`, `torch::zeros(n, logits.options())` (also through a local
+/// holding those options), and for to() and type_as() a tensor argument, `.to(logits)`. Null
+/// where the call copies none.
+const Expr *dtypeDonor(const TorchCall &Call);
+
 /// True for an op whose dtype argument names the type it computes and returns in
 /// (softmax(x, dim, kHalf), x.sum(kFloat)): that dtype is the op's, not its function's data.
 bool dtypeIsTheResultsOnly(const TorchCall &Call);

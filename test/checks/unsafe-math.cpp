@@ -144,3 +144,21 @@ void run_half_slopes() {
   HalfSlopes slopes;
   slopes->to(torch::kHalf);
 }
+
+// A probability map computed in fp32 and then stored in fp16 loses its tail below 2.98e-8 to
+// 0, as one computed in fp16 does. A cast to another tensor's dtype takes that tensor's format
+// (h's is fp16, f's fp32), not the operand's. Kept in fp32, clamped first or cast to fp32: no
+// finding.
+torch::Tensor probabilities_stored_in_half(torch::Tensor logits) {
+  auto h = logits.to(torch::kHalf);
+  auto f = logits.to(torch::kFloat);
+  auto p = torch::softmax(h, -1, torch::kFloat);
+  auto a = torch::log(torch::softmax(h, -1, torch::kFloat).to(torch::kHalf));
+// CHECK: :[[@LINE-1]]:12: warning: torch::log of a value that may be 0 in fp16: it lies in [0, 1] (torch::softmax gives (0, 1]; fp16 stores probabilities below 2.98e-8 as 0){{.*}} [mpnanny-unsafe-math]
+  auto b = h / p.to(h.dtype()) + h / p.type_as(h);
+// CHECK: :[[@LINE-1]]:14: warning: division by a value that may be 0 in fp16: the divisor lies in [0, 1]{{.*}} [mpnanny-unsafe-math]
+// CHECK: :[[@LINE-2]]:36: warning: division by a value that may be 0 in fp16: the divisor lies in [0, 1]{{.*}} [mpnanny-unsafe-math]
+  auto c = torch::log(p) + torch::log(p.to(f.dtype())) + torch::log(p.type_as(f)) +
+           torch::log(p.clamp_min(1e-4).to(torch::kHalf));
+  return a + b + c;
+}

@@ -55,6 +55,10 @@ public:
 using IntArrayRef = ArrayRef<int64_t>;
 } // namespace c10
 
+namespace caffe2 {
+class TypeMeta {};
+} // namespace caffe2
+
 namespace at {
 using c10::ArrayRef;
 using c10::Device;
@@ -78,6 +82,7 @@ using DeviceType = c10::DeviceType;
 struct TensorOptions {
   TensorOptions() {}
   TensorOptions(ScalarType t) {}
+  TensorOptions(caffe2::TypeMeta t) {}
   TensorOptions dtype(ScalarType t) const { return *this; }
   TensorOptions device(Device d) const { return *this; }
   TensorOptions requires_grad(bool r = true) const { return *this; }
@@ -89,6 +94,7 @@ public:
   int64_t numel() const { return 0; }
   int64_t size(int64_t d) const { return 0; }
   ScalarType scalar_type() const { return ScalarType::Float; }
+  caffe2::TypeMeta dtype() const { return {}; }
   bool defined() const { return true; }
 };
 
@@ -104,6 +110,7 @@ public:
   Tensor to(ScalarType dtype, bool non_blocking = false, bool copy = false) const;
   Tensor to(const Tensor &other, bool non_blocking = false, bool copy = false) const;
   Tensor toType(ScalarType t) const;
+  Tensor type_as(const Tensor &other) const;
   Tensor contiguous() const;
   Tensor detach() const;
   Tensor clone() const;
