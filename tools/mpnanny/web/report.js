@@ -233,9 +233,18 @@
     var pills = add(section, el('p'));
     Object.keys(counts).sort().forEach(function (k) { add(pills, el('span', 'pill ' + k.split(' ')[0], k + ' × ' + counts[k])); });
 
+    var id = 'r' + run.rank + '-';
+    renderCurves(section, run, id);
+    renderHeatmaps(section, run, id);
+    renderLocalization(section, run);
+    renderVerdicts(section, run);
+    renderAlerts(section, run);
+  }
+
+  function renderCurves(section, run, id) {
     add(section, el('h3', '', 'Training curves'));
     var grid = add(section, el('div', 'grid'));
-    var c = run.curves, id = 'r' + run.rank + '-';
+    var c = run.curves;
     var names = Object.keys(c.scalars).sort(function (a, b) { return (a === 'loss' ? -1 : 0) - (b === 'loss' ? -1 : 0) || (a < b ? -1 : 1); });
     names.forEach(function (name) {
       lineChart(grid, id + 'scalar-' + name, name, [{ label: name, steps: c.scalars[name].steps, values: c.scalars[name].values }],
@@ -267,7 +276,9 @@
           { alerts: run.alerts, log: true, height: 300 });
       });
     }
+  }
 
+  function renderHeatmaps(section, run, id) {
     add(section, el('h3', '', 'Value distributions: log2 |x| per step'));
     if (run.heatmaps.length) {
       add(section, el('p', 'meta', 'Each column is one traced step; shade is the share of the tensor\'s values in that binade; the black line is max |x|. Sites with alerts and the least headroom first.'));
@@ -276,7 +287,9 @@
     } else {
       add(section, el('p', 'note', 'no tensor histograms recorded'));
     }
+  }
 
+  function renderLocalization(section, run) {
     add(section, el('h3', '', 'Anomaly localization'));
     if (!run.localization.length) {
       add(section, el('p', 'note', 'no alert in this run'));
@@ -310,7 +323,9 @@
         ], chain, function (r) { return r.first_bad ? 'first-bad' : (r.bad ? 'bad' : ''); });
       });
     }
+  }
 
+  function renderVerdicts(section, run) {
     add(section, el('h3', '', 'Verification of static findings'));
     if (run.verdicts === null || run.verdicts === undefined) {
       add(section, el('p', 'note', 'no verification data in this run (train with MPNANNY_VERIFY=1 and a sites file from mpnanny-check --export-sites)'));
@@ -328,7 +343,9 @@
         { title: 'evidence', key: 'evidence' }
       ], run.verdicts);
     }
+  }
 
+  function renderAlerts(section, run) {
     add(section, el('h3', '', 'Alerts' + (run.alerts.length < run.alerts_total ? ' (first ' + run.alerts.length + ' of ' + run.alerts_total + ')' : '')));
     if (!run.alerts.length) {
       add(section, el('p', 'note', 'no alerts'));
