@@ -38,9 +38,38 @@ static const CallExpr *autocastForward(const Stmt *S, const PrecisionContext &Co
   return Found;
 }
 
+/// Autocast caches casts of fp32 leaves only (autocast_mode.cpp, can_try_cache): an
+/// optimizer over half or bf16 parameters updates weights that were never cached.
+static bool updatesUncachedWeights(const CallExpr &Update, const PrecisionContext &Context,
+                                   ASTContext &Ctx) {
+  const auto *Member = dyn_cast<CXXMemberCallExpr>(&Update);
+  if (!isOptimizerStep(Update) || !Member)
+    return false;
+  const Expr *Optimizer = scalerMethod(Update) && Update.getNumArgs() >= 1
+                              ? Update.getArg(0)
+                              : Member->getImplicitObjectArgument();
+  return optimizerParameterFormat(Optimizer, Context, Ctx).has_value();
+}
+
+/// "torch::optim::Adam::step", "Tensor::sub_": what a weight update calls, for messages.
+static std::string updateName(const CallExpr &Update) {
+  const auto *Member = dyn_cast<CXXMemberCallExpr>(&Update);
+  if (!Member)
+    return "the optimizer's step";
+  QualType T = Member->getImplicitObjectArgument()->IgnoreParenImpCasts()->getType();
+  if (T->isPointerType())
+    T = T->getPointeeType();
+  if (auto TC = classifyTorchCall(Update); TC && !isOptimizerStep(Update))
+    return TC->spelled();
+  if (const auto *RD = T->getAsCXXRecordDecl())
+    return RD->getQualifiedNameAsString() + "::step";
+  return "the optimizer's step";
+}
+
 void AutocastCacheCheck::onStartOfTranslationUnit() {
   MpnannyCheck::onStartOfTranslationUnit();
   CacheDisabled.reset();
+  WeightUpdate.reset();
   Reported.clear();
 }
 
@@ -51,9 +80,52 @@ bool AutocastCacheCheck::calledInUnclearedLoop(const FunctionDecl &F, ASTContext
   return false;
 }
 
+bool AutocastCacheCheck::cacheDisabled(ASTContext &Ctx) {
+  // With the cache switched off, nothing is stale.
+  if (!CacheDisabled)
+    CacheDisabled = autocastCacheDisabled(Ctx);
+  return *CacheDisabled;
+}
+
+// A scope guard or a binding's "autocast off" command that only flips the switch: the cache
+// outlives it, and the weights the unit updates afterwards are reused stale by the next
+// forward under autocast. Claimed only where nothing in sight ever clears the cache.
+void AutocastCacheCheck::checkSwitchOff(const CallExpr &Off, ASTContext &Ctx) {
+  const PrecisionContext &Context = precisionContext(Ctx);
+  const FunctionDecl *F = Context.enclosingFunction(Off);
+  if (!F || !F->getBody() || clearsAutocastCache(*F->getBody()) || cacheDisabled(Ctx) ||
+      Context.projectClearsAutocastCache())
+    return;
+  if (!WeightUpdate)
+    WeightUpdate = firstWeightUpdate(Ctx);
+  const CallExpr *Update = *WeightUpdate;
+  if (!Update || updatesUncachedWeights(*Update, Context, Ctx))
+    return;
+  std::optional<PrecisionReason> Why = Context.autocastBefore(Off);
+  if (!Why)
+    return;
+  std::string Switch = Off.getDirectCallee()->getQualifiedNameAsString();
+  unsigned UpdateLine = Ctx.getSourceManager().getExpansionLineNumber(Update->getExprLoc());
+  Subject About{&Off, nullptr, kb::RiskKind::PrecisionLoss, kb::Severity::Warning,
+                kb::toString(Why->Value)};
+  report(Ctx, About, Off.getExprLoc(),
+         Switch + " turns autocast off but keeps its " + kb::toString(Why->Value) +
+             " weight cache, and nothing in " +
+             (Context.seesWholeProject() ? "the project" : "this unit") + " clears it: after " +
+             updateName(*Update) + " (line " + std::to_string(UpdateLine) +
+             ") changes the weights, the next forward under autocast reuses the half copies "
+             "cast before it (the cache is keyed by the weight's TensorImpl with no version "
+             "check); Python's autocast exit clears the cache, this switch does not",
+         "call at::autocast::clear_cache() when switching autocast off, as PyTorch's autocast "
+         "exit does",
+         *Why);
+}
+
 void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
   const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call");
   ASTContext &Ctx = *Result.Context;
+  if (isAutocastSwitchOff(*Call, Ctx))
+    return checkSwitchOff(*Call, Ctx);
   bool Step = isOptimizerStep(*Call);
   if (!Step && !isInPlaceWeightUpdate(*Call, Ctx))
     return;
@@ -62,20 +134,8 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
   if (!F || !F->getBody())
     return;
   const SourceManager &SM = Ctx.getSourceManager();
-  // With the cache switched off, nothing is stale.
-  if (!CacheDisabled)
-    CacheDisabled = autocastCacheDisabled(Ctx);
-  if (*CacheDisabled)
+  if (cacheDisabled(Ctx) || updatesUncachedWeights(*Call, Context, Ctx))
     return;
-  // Autocast caches casts of fp32 leaves only (autocast_mode.cpp, can_try_cache): an
-  // optimizer over half or bf16 parameters updates weights that were never cached.
-  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call); Step && Member) {
-    const Expr *Optimizer = scalerMethod(*Call) && Call->getNumArgs() >= 1
-                                ? Call->getArg(0)
-                                : Member->getImplicitObjectArgument();
-    if (optimizerParameterFormat(Optimizer, Context, Ctx))
-      return;
-  }
 
   // A step that runs under autocast in a project of which every unit was read, and nothing in
   // it ever clears the cache: whichever forward comes next reuses the casts made before this
@@ -131,16 +191,7 @@ void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
   // does.
   if ((Why.Elsewhere.valid() || Why.Where.isInvalid()) && Context.projectClearsAutocastCache())
     return;
-  std::string What = "the optimizer's step";
-  if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Call)) {
-    QualType T = Member->getImplicitObjectArgument()->IgnoreParenImpCasts()->getType();
-    if (T->isPointerType())
-      T = T->getPointeeType();
-    if (auto TC = classifyTorchCall(*Call); TC && !Step)
-      What = TC->spelled();
-    else if (const auto *RD = T->getAsCXXRecordDecl())
-      What = RD->getQualifiedNameAsString() + "::step";
-  }
+  std::string What = updateName(*Call);
   Subject About{Call, nullptr, kb::RiskKind::PrecisionLoss, kb::Severity::Warning,
                 kb::toString(Why.Value)};
   report(Ctx, About, Call->getExprLoc(),

@@ -12,6 +12,8 @@ namespace clang::tidy::mpnanny {
 /// Flags an optimizer step (or an in-place weight update) inside a training loop
 /// that runs its forward under autocast and never calls at::autocast::clear_cache():
 /// the cache of half weights outlives the update and the forward reuses stale weights.
+/// Also flags a switch that turns autocast off without clearing the cache, in a unit that
+/// updates weights and where nothing clears it: Python's autocast exit clears, C++'s does not.
 ///
 /// For the user-facing documentation see: knowledge/mpnanny-autocast-cache.md
 class AutocastCacheCheck : public MpnannyCheck {
@@ -23,8 +25,11 @@ public:
 
 private:
   bool calledInUnclearedLoop(const FunctionDecl &F, ASTContext &Ctx);
+  bool cacheDisabled(ASTContext &Ctx);
+  void checkSwitchOff(const CallExpr &Off, ASTContext &Ctx);
   std::optional<bool> CacheDisabled;
-  llvm::SmallPtrSet<const Stmt *, 4> Reported; ///< loops already reported
+  std::optional<const CallExpr *> WeightUpdate; ///< the unit's first, once searched
+  llvm::SmallPtrSet<const Stmt *, 4> Reported;  ///< loops already reported
 };
 
 } // namespace clang::tidy::mpnanny

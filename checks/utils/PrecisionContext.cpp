@@ -583,6 +583,32 @@ PrecisionContext::moduleConversionReason(const CXXRecordDecl *RD) const {
   return Model.classPrecision(keyOf(RD->getCanonicalDecl()));
 }
 
+std::optional<PrecisionReason> PrecisionContext::autocastBefore(const Stmt &S) const {
+  const SourceManager &SM = Ctx.getSourceManager();
+  if (const Span *In = spanAt(S.getBeginLoc())) {
+    auto F = Model.Functions.find(In->Key);
+    unsigned Offset = SM.getFileOffset(SM.getExpansionLoc(S.getBeginLoc()));
+    if (F != Model.Functions.end() && Offset > 0)
+      if (PrecisionReason R = Model.at(F->second, Offset - 1); kb::isAutocast(R.Value))
+        return R;
+  }
+  const ModelToggle *First = nullptr;
+  for (const auto &[Key, F] : Model.Functions)
+    for (const ModelToggle &T : F.Toggles)
+      if (T.On && !T.Restore && T.Where.Loc.isValid() &&
+          (!First || SM.isBeforeInTranslationUnit(T.Where.Loc, First->Where.Loc)))
+        First = &T;
+  if (!First)
+    return std::nullopt;
+  PrecisionReason R;
+  R.Value =
+      First->Dtype == Format::BF16 ? kb::Precision::AutocastBF16 : kb::Precision::AutocastFP16;
+  R.Where = First->Where.Loc;
+  R.CpuAutocast = First->Cpu;
+  R.Why = First->Cpu ? "CPU autocast is enabled here" : "autocast is enabled here";
+  return R;
+}
+
 bool PrecisionContext::projectClearsAutocastCache() const {
   if (Facts && !Facts->AutocastCacheClears.empty())
     return true;

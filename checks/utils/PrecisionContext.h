@@ -102,6 +102,9 @@ public:
   /// Whether anything in the project (this unit, or the facts of the others) calls
   /// at::autocast::clear_cache().
   bool projectClearsAutocastCache() const;
+  /// The autocast precision in force just before S, else the first place this unit switches
+  /// autocast on; std::nullopt when autocast is on nowhere in sight.
+  std::optional<PrecisionReason> autocastBefore(const Stmt &S) const;
   /// Whether the facts of the project's other units were given: what "nothing in the
   /// project does X" may be claimed from.
   bool seesWholeProject() const { return Facts != nullptr; }

@@ -146,6 +146,19 @@ bool isAutocastCacheClear(const CallExpr &Call) {
   return Callee && Callee->getQualifiedNameAsString() == "at::autocast::clear_cache";
 }
 
+bool isAutocastSwitchOff(const CallExpr &Call, ASTContext &Ctx) {
+  const FunctionDecl *Callee = Call.getDirectCallee();
+  if (!Callee || !Callee->getIdentifier() ||
+      Callee->getQualifiedNameAsString().rfind("at::autocast::", 0) != 0)
+    return false;
+  llvm::StringRef N = Callee->getName();
+  unsigned Arg = N == "set_autocast_enabled" ? 1 : 0;
+  if ((N != "set_enabled" && N != "set_cpu_enabled" && Arg == 0) || Call.getNumArgs() <= Arg)
+    return false;
+  auto On = evaluateNumber(Call.getArg(Arg), Ctx);
+  return On && *On == 0;
+}
+
 bool mentionsGrad(const Stmt *S) {
   bool Found = false;
   visitDescendants(S, [&](const Stmt *X) {
@@ -402,6 +415,29 @@ bool unitOnlyDiscardsGradients(ASTContext &Ctx) {
   GradientUseFinder Finder(Ctx);
   Finder.TraverseDecl(Ctx.getTranslationUnitDecl());
   return Finder.Discards && !Finder.Uses;
+}
+
+namespace {
+class WeightUpdateFinder : public UserCodeVisitor<WeightUpdateFinder> {
+public:
+  explicit WeightUpdateFinder(ASTContext &Ctx)
+      : UserCodeVisitor(Ctx.getSourceManager()), Ctx(Ctx) {}
+  bool VisitCallExpr(CallExpr *C) {
+    if (isOptimizerStep(*C) || isInPlaceWeightUpdate(*C, Ctx))
+      Found = C;
+    return !Found;
+  }
+  const CallExpr *Found = nullptr;
+
+private:
+  ASTContext &Ctx;
+};
+} // namespace
+
+const CallExpr *firstWeightUpdate(ASTContext &Ctx) {
+  WeightUpdateFinder Finder(Ctx);
+  Finder.TraverseDecl(Ctx.getTranslationUnitDecl());
+  return Finder.Found;
 }
 
 bool autocastCacheDisabled(ASTContext &Ctx) {

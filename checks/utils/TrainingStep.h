@@ -57,6 +57,9 @@ bool isClipGradCall(const CallExpr &Call);
 bool isOptimizerStep(const CallExpr &Call);
 /// at::autocast::clear_cache().
 bool isAutocastCacheClear(const CallExpr &Call);
+/// A switch that turns autocast off: `set_enabled(false)`, `set_cpu_enabled(false)`,
+/// `set_autocast_enabled(device, false)`. Not a restore of a saved state.
+bool isAutocastSwitchOff(const CallExpr &Call, ASTContext &Ctx);
 /// An in-place update of a parameter's value outside the optimizer:
 /// `p.data().add_(...)`, or `p.sub_(lr * p.grad())` on a parameter under NoGradGuard.
 bool isInPlaceWeightUpdate(const CallExpr &Call, ASTContext &Ctx);
@@ -70,6 +73,9 @@ bool clearsAutocastCache(const Stmt &S);
 /// never steps an optimizer, updates a weight, clips, unscales, or reads a gradient. Such a
 /// unit measures or tests backward(); it does not train.
 bool unitOnlyDiscardsGradients(ASTContext &Ctx);
+
+/// The first optimizer step or in-place weight update in the unit's user code, if any.
+const CallExpr *firstWeightUpdate(ASTContext &Ctx);
 
 /// Whether user code anywhere in the translation unit switches the autocast cache
 /// off (`at::autocast::set_autocast_cache_enabled(false)`).
