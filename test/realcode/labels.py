@@ -28,6 +28,9 @@ CHECKS = {
     "mpnanny-unscaled-sum",
 }
 PRECISIONS = {"fp32", "fp16", "bf16", "autocast-fp16", "autocast-bf16"}
+# The LibTorch generation a project's code is written against (`libtorch:` in its label
+# file): 2 for code that calls what 1.13's headers lack (set_autocast_enabled(device, on), ...).
+LIBTORCH_GENERATIONS = {1, 2}
 VERDICTS = {"FLAG", "NO_FLAG"}
 
 
@@ -104,6 +107,8 @@ def load(path):
         raise LabelError("%s: precision '%s' is not one of %s" % (where, doc["precision"], sorted(PRECISIONS)))
     if doc["precision_how"] not in ("declared", "inferred"):
         raise LabelError("%s: precision_how must be 'declared' or 'inferred'" % where)
+    if doc.setdefault("libtorch", 1) not in LIBTORCH_GENERATIONS:
+        raise LabelError("%s: libtorch '%s' is not one of %s" % (where, doc["libtorch"], sorted(LIBTORCH_GENERATIONS)))
     doc.setdefault("include", [])
     doc.setdefault("defines", [])
     doc.setdefault("std", "c++17")

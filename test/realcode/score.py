@@ -240,6 +240,9 @@ def parse_args(argv):
     ap.add_argument("--rules", default="", help="mpnanny-check --rules (default: bundled)")
     ap.add_argument("--torch-include", action="append", default=[], metavar="DIR",
                     help="LibTorch include folder for the compile commands (repeatable; default: found like mpnanny-check finds it)")
+    ap.add_argument("--torch2-include", action="append", default=[], metavar="DIR",
+                    help="LibTorch 2.x include folder for repositories labelled `libtorch: 2` (repeatable; "
+                         "default: the Debian 13 root of tools/debian13.sh when it holds LibTorch)")
     ap.add_argument("--cuda-include", default="auto", metavar="auto|none|DIR",
                     help="CUDA include folder added as -isystem (default auto: found like CUDA's CMake finds it)")
     ap.add_argument("--extra-flag", action="append", default=[], metavar="FLAG",
@@ -259,17 +262,54 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
+# What Debian 13's libtorch-dev installs into /usr/include (dpkg -L libtorch-dev).
+TORCH_HEADER_FOLDERS = ("ATen", "c10", "caffe2", "kineto", "torch")
+
+
+def debian13_torch_include_dirs():
+    """LibTorch 2.x's include folders from the Debian 13 root that tools/debian13.sh makes, if it
+    is there. Not the root's /usr/include itself: its C library headers would stand in front of
+    this machine's and break its C++ library (int_least8_t undeclared in <atomic>), so LibTorch's
+    folders are linked into a folder of their own, next to the root."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    root = os.environ.get("MPNANNY_DEBIAN13_ROOT") or os.path.join(cache, "mpnanny-debian13", "root")
+    include = os.path.join(root, "usr", "include")
+    api = os.path.join(include, "torch", "csrc", "api", "include")
+    if not os.path.exists(os.path.join(api, "torch", "torch.h")):
+        return []
+    only_torch = os.path.join(os.path.dirname(os.path.abspath(root)), "libtorch-include")
+    os.makedirs(only_torch, exist_ok=True)
+    for name in TORCH_HEADER_FOLDERS:
+        target, link = os.path.join(include, name), os.path.join(only_torch, name)
+        if os.path.isdir(target) and not os.path.lexists(link):
+            os.symlink(os.path.abspath(target), link)
+    return [api, only_torch]
+
+
 def system_include_dirs(args):
-    """LibTorch's include folders, then CUDA's, for the compile commands; only a warning when
-    LibTorch's are not found."""
-    torch_dirs = [os.path.abspath(d) for d in args.torch_include] or find_torch_include_dirs()
+    """{LibTorch generation: its include folders, then CUDA's} for the compile commands; only a
+    warning when LibTorch's are not found. Generation 2 is missing when no 2.x headers are."""
     cuda = {"auto": find_cuda_include_dir, "none": lambda: None}.get(args.cuda_include, lambda: args.cuda_include)()
-    if cuda:
-        torch_dirs = torch_dirs + [os.path.abspath(cuda)]
+    cuda_dirs = [os.path.abspath(cuda)] if cuda else []
+    torch_dirs = [os.path.abspath(d) for d in args.torch_include] or find_torch_include_dirs()
     if not torch_dirs:
         print("score.py: LibTorch's headers were not found (set TORCH_DIR or pass --torch-include)",
               file=sys.stderr)
-    return torch_dirs
+    by_generation = {1: torch_dirs + cuda_dirs}
+    torch2 = [os.path.abspath(d) for d in args.torch2_include] or debian13_torch_include_dirs()
+    if torch2:
+        by_generation[2] = torch2 + cuda_dirs
+    return by_generation
+
+
+def headers_for(doc, dirs_by_generation):
+    """The include folders a repository is scanned with, and a note when its code wants LibTorch
+    2.x's headers and only others were found."""
+    wanted = doc.get("libtorch", 1)
+    if wanted in dirs_by_generation:
+        return dirs_by_generation[wanted], None
+    return dirs_by_generation[1], ("written for LibTorch %d.x, scanned with the headers found (pass "
+                                   "--torch2-include): calls they lack are compile errors" % wanted)
 
 
 def locate_labels(doc, name):
@@ -366,17 +406,19 @@ def scan_and_save(args, r, files, precision_args, help_text, saved):
     return findings, status, notes, rc, wall, cmd
 
 
-def score_repo(args, r, torch_dirs, help_text, bad_input):
+def score_repo(args, r, dirs_by_generation, help_text, bad_input):
     """Scans one repository (or reuses its saved scan) and matches the findings to its labels,
     into r."""
     doc, root = r["doc"], r["root"]
     files = r["labelled"] + r["sample"]
+    torch_dirs, headers_note = headers_for(doc, dirs_by_generation)
     write_compile_db(doc, root, files, torch_dirs, args.extra_flag)
     precision_args = declare_precision(doc, root, help_text)
-    print("score.py: %s: scanning %d files (%d labelled or read whole, %d unlabelled sample), precision %s%s"
+    print("score.py: %s: scanning %d files (%d labelled or read whole, %d unlabelled sample), precision %s%s, "
+          "LibTorch %d.x"
           % (doc["repo"], len(files), len(r["labelled"]), len(r["sample"]), doc["precision"],
              " (declared: %s)" % (" ".join(precision_args) or PROJECT_FILE)
-             if doc["precision_how"] == "declared" else " (inferred)"),
+             if doc["precision_how"] == "declared" else " (inferred)", doc["libtorch"]),
           file=sys.stderr, flush=True)
     saved = os.path.join(args.scan_dir, r["name"][:-len(".yaml")] + ".json") if args.scan_dir else None
     reused = None
@@ -389,6 +431,8 @@ def score_repo(args, r, torch_dirs, help_text, bad_input):
         notes = notes + ["scan reused from %s" % saved]
     else:
         findings, status, notes, rc, wall, cmd = scan_and_save(args, r, files, precision_args, help_text, saved)
+    if headers_note:
+        notes = notes + [headers_note]
     r.update(findings_raw=findings, status=status, notes=notes, rc=rc, wall=wall, command=cmd)
     if rc == 2:
         bad_input.append("%s: mpnanny-check exit 2: %s" % (r["name"], notes[0] if notes else ""))
@@ -570,9 +614,9 @@ def print_closing_lines(args, repos, bad_input, total_wall, gates):
         print("gates: met (recall >= %s, FP rate <= %s, per check and in total)" % (pct(args.min_recall), pct(args.max_fp_rate)))
 
 
-def json_document(args, torch_dirs, total_wall, repos, t, kloc, agg, parse_counts, gates, bad_input, code):
+def json_document(args, dirs_by_generation, total_wall, repos, t, kloc, agg, parse_counts, gates, bad_input, code):
     return {
-        "mpnanny_check": args.mpnanny_check, "system_include": torch_dirs, "wall_s": round(total_wall, 1),
+        "mpnanny_check": args.mpnanny_check, "system_include": {"libtorch %d" % g: d for g, d in dirs_by_generation.items()}, "wall_s": round(total_wall, 1),
         "settings": {k: getattr(args, k) for k in ("unlabelled_sample", "jobs", "timeout", "no_cache",
                                                    "min_recall", "max_fp_rate", "no_gate")},
         "per_check": {k: v.as_dict() for k, v in sorted(t.per_check.items())},
@@ -609,13 +653,13 @@ def main(argv=None):
         return 2
     args.mpnanny_check = tool
     help_text = checker_help(tool)
-    torch_dirs = system_include_dirs(args)
+    dirs_by_generation = system_include_dirs(args)
 
     bad_input = []   # label files that do not load, stale labels, missing repositories
     wall_start = time.time()
     repos = load_repos(args, bad_input)
     for r in repos:
-        score_repo(args, r, torch_dirs, help_text, bad_input)
+        score_repo(args, r, dirs_by_generation, help_text, bad_input)
     total_wall = time.time() - wall_start
 
     t = Tallies(repos)
@@ -631,7 +675,7 @@ def main(argv=None):
     code = 2 if bad_input else 1 if gates else 0
 
     if args.json_out:
-        out = json_document(args, torch_dirs, total_wall, repos, t, kloc, agg, parse_counts, gates, bad_input, code)
+        out = json_document(args, dirs_by_generation, total_wall, repos, t, kloc, agg, parse_counts, gates, bad_input, code)
         with open(args.json_out, "w") as f:
             json.dump(out, f, indent=1, default=str)
             f.write("\n")

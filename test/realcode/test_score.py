@@ -78,6 +78,16 @@ def check_compile_args():
     expect("compile_args of a .cpp has no -x", "-x" in S.compile_args(doc, "/r", "a.cpp", [], []), False)
 
 
+def check_headers_by_generation():
+    import score as S
+    both = {1: ["/t1"], 2: ["/t2"]}
+    expect("a project written for 2.x gets 2.x's headers", S.headers_for({"libtorch": 2}, both), (["/t2"], None))
+    expect("a project with no libtorch key gets the default headers", S.headers_for({}, both), (["/t1"], None))
+    dirs, note = S.headers_for({"libtorch": 2}, {1: ["/t1"]})
+    expect("without 2.x's headers, the default ones", dirs, ["/t1"])
+    expect("... and a note that says so", "written for LibTorch 2.x" in (note or ""), True)
+
+
 def check_statement_span():
     import labels as L
     source = ["  return torch::nn::functional::normalize(",
@@ -186,6 +196,7 @@ def main():
     # --- the compile commands, unit by unit ---
     sys.path.insert(0, HERE)
     check_compile_args()
+    check_headers_by_generation()
 
     # --- a label names a statement: a finding on any of its lines is matched to it ---
     check_statement_span()
