@@ -20,7 +20,8 @@
 #   tools/realcode.sh --no-gate Lehdari/DooT2          # one repository, report only
 #   python3 test/realcode/score.py --help              # every option
 # Environment: BUILD_DIR, JOBS (default nproc), MPNANNY_REALCODE_MIRROR, MPNANNY_REALCODE_SRC,
-# SKIP_FETCH=1, SKIP_BUILD=1 (score with the mpnanny-check already in BUILD_DIR),
+# SKIP_FETCH=1, SKIP_BUILD=1 (score with the mpnanny-check already in BUILD_DIR), SKIP_TORCH2=1,
+# MPNANNY_DEBIAN13_ROOT (where the LibTorch 2.x headers are looked for, below),
 # DOORS_PER_REPO (files per repository that test/realcode/doors.py scans through both doors).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +46,19 @@ if ! dpkg-query -W -f='${Status}' tcl-dev 2>/dev/null | grep -q "ok installed"; 
       echo "realcode.sh: tcl-dev could not be installed: TCLIBTORCH's files will not parse" >&2
   else
     echo "realcode.sh: tcl-dev is missing (apt-get install tcl-dev): TCLIBTORCH's files will not parse" >&2
+  fi
+fi
+# LibTorch 2.x's headers, for the repositories whose code is written for 2.x (`libtorch: 2` in
+# their label file): the Debian 13 root of tools/debian13.sh (LibTorch 2.6), made here when it is
+# missing and this runs as root (a few minutes, once); score.py finds it there. Without it those
+# repositories are scanned with the headers above, and score.py says so. SKIP_TORCH2=1 skips this.
+root13=${MPNANNY_DEBIAN13_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/mpnanny-debian13/root}
+if [ "${SKIP_TORCH2:-0}" != 1 ] && [ ! -f "$root13/usr/include/torch/csrc/api/include/torch/torch.h" ]; then
+  if [ "$(id -u)" = 0 ]; then
+    bash tools/debian13.sh true ||
+      echo "realcode.sh: the Debian 13 root could not be made: LibTorch 2.x code is scanned with the headers found" >&2
+  else
+    echo "realcode.sh: no LibTorch 2.x headers (run bash tools/debian13.sh true as root): LibTorch 2.x code is scanned with the headers found" >&2
   fi
 fi
 set +e
