@@ -47,8 +47,9 @@ make_root() {
   [ -f "$root/.mpnanny-debootstrap-done" ] && return 0
   command -v debootstrap >/dev/null || {
     say "installing debootstrap"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+    # shellcheck source=tools/apt.sh
+    . "$tree/tools/apt.sh"
+    apt_install debootstrap
   }
   archive=$(mirror)
   [ -n "$archive" ] || { say "no Debian archive found in apt's sources; set MPNANNY_DEBIAN_MIRROR"; exit 2; }
