@@ -124,7 +124,9 @@ void AutocastCacheCheck::checkSwitchOff(const CallExpr &Off, ASTContext &Ctx) {
 void AutocastCacheCheck::check(const MatchFinder::MatchResult &Result) {
   const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call");
   ASTContext &Ctx = *Result.Context;
-  if (isAutocastSwitchOff(*Call, Ctx))
+  // A switch that turns autocast off, not a restore of a state saved before.
+  if (auto Toggle = precisionContext(Ctx).toggleAt(*Call);
+      Toggle && !Toggle->On && !Toggle->Restore)
     return checkSwitchOff(*Call, Ctx);
   bool Step = isOptimizerStep(*Call);
   if (!Step && !isInPlaceWeightUpdate(*Call, Ctx))

@@ -583,6 +583,18 @@ PrecisionContext::moduleConversionReason(const CXXRecordDecl *RD) const {
   return Model.classPrecision(keyOf(RD->getCanonicalDecl()));
 }
 
+std::optional<ModelToggle> PrecisionContext::toggleAt(const CallExpr &Call) const {
+  const Span *In = spanAt(Call.getBeginLoc());
+  auto F = In ? Model.Functions.find(In->Key) : Model.Functions.end();
+  if (F == Model.Functions.end())
+    return std::nullopt;
+  SourceLocation At = Ctx.getSourceManager().getExpansionLoc(Call.getBeginLoc());
+  for (const ModelToggle &T : F->second.Toggles)
+    if (T.Where.Loc == At)
+      return T;
+  return std::nullopt;
+}
+
 std::optional<PrecisionReason> PrecisionContext::autocastBefore(const Stmt &S) const {
   const SourceManager &SM = Ctx.getSourceManager();
   if (const Span *In = spanAt(S.getBeginLoc())) {

@@ -102,6 +102,9 @@ public:
   /// Whether anything in the project (this unit, or the facts of the others) calls
   /// at::autocast::clear_cache().
   bool projectClearsAutocastCache() const;
+  /// The autocast switch a call is, as the model recorded it (on or off, restore, CPU or
+  /// CUDA); std::nullopt for any other call.
+  std::optional<ModelToggle> toggleAt(const CallExpr &Call) const;
   /// The autocast precision in force just before S, else the first place this unit switches
   /// autocast on; std::nullopt when autocast is on nowhere in sight.
   std::optional<PrecisionReason> autocastBefore(const Stmt &S) const;

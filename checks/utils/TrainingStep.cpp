@@ -146,19 +146,6 @@ bool isAutocastCacheClear(const CallExpr &Call) {
   return Callee && Callee->getQualifiedNameAsString() == "at::autocast::clear_cache";
 }
 
-bool isAutocastSwitchOff(const CallExpr &Call, ASTContext &Ctx) {
-  const FunctionDecl *Callee = Call.getDirectCallee();
-  if (!Callee || !Callee->getIdentifier() ||
-      Callee->getQualifiedNameAsString().rfind("at::autocast::", 0) != 0)
-    return false;
-  llvm::StringRef N = Callee->getName();
-  unsigned Arg = N == "set_autocast_enabled" ? 1 : 0;
-  if ((N != "set_enabled" && N != "set_cpu_enabled" && Arg == 0) || Call.getNumArgs() <= Arg)
-    return false;
-  auto On = evaluateNumber(Call.getArg(Arg), Ctx);
-  return On && *On == 0;
-}
-
 bool mentionsGrad(const Stmt *S) {
   bool Found = false;
   visitDescendants(S, [&](const Stmt *X) {

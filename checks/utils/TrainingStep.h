@@ -57,9 +57,6 @@ bool isClipGradCall(const CallExpr &Call);
 bool isOptimizerStep(const CallExpr &Call);
 /// at::autocast::clear_cache().
 bool isAutocastCacheClear(const CallExpr &Call);
-/// A switch that turns autocast off: `set_enabled(false)`, `set_cpu_enabled(false)`,
-/// `set_autocast_enabled(device, false)`. Not a restore of a saved state.
-bool isAutocastSwitchOff(const CallExpr &Call, ASTContext &Ctx);
 /// An in-place update of a parameter's value outside the optimizer:
 /// `p.data().add_(...)`, or `p.sub_(lr * p.grad())` on a parameter under NoGradGuard.
 bool isInPlaceWeightUpdate(const CallExpr &Call, ASTContext &Ctx);
