@@ -612,13 +612,7 @@ std::optional<PrecisionReason> PrecisionContext::autocastBefore(const Stmt &S) c
         First = &T;
   if (!First)
     return std::nullopt;
-  PrecisionReason R;
-  R.Value =
-      First->Dtype == Format::BF16 ? kb::Precision::AutocastBF16 : kb::Precision::AutocastFP16;
-  R.Where = First->Where.Loc;
-  R.CpuAutocast = First->Cpu;
-  R.Why = First->Cpu ? "CPU autocast is enabled here" : "autocast is enabled here";
-  return R;
+  return PrecisionModel::switchedOnHere(*First);
 }
 
 bool PrecisionContext::projectClearsAutocastCache() const {

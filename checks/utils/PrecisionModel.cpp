@@ -154,18 +154,21 @@ std::optional<PrecisionReason> PrecisionModel::classPrecision(const std::string 
                       kb::toString(It->second.Format) + " here");
 }
 
+PrecisionReason PrecisionModel::switchedOnHere(const ModelToggle &On) {
+  PrecisionReason R =
+      reasonAt(autocastPrecision(On.Dtype), On.Where,
+               On.Cpu ? "CPU autocast is enabled here" : "autocast is enabled here");
+  R.CpuAutocast = On.Cpu;
+  return R;
+}
+
 PrecisionReason PrecisionModel::at(const ModelFunction &F, unsigned Order) const {
   const ModelToggle *Last = nullptr;
   for (const ModelToggle &T : F.Effective)
     if (T.Order <= Order)
       Last = T.Restore ? nullptr : &T; // restored: the state the function began with
-  if (Last && Last->On) {
-    PrecisionReason R =
-        reasonAt(autocastPrecision(Last->Dtype), Last->Where,
-                 Last->Cpu ? "CPU autocast is enabled here" : "autocast is enabled here");
-    R.CpuAutocast = Last->Cpu;
-    return R;
-  }
+  if (Last && Last->On)
+    return switchedOnHere(*Last);
   if (!Last && kb::isAutocast(F.Inherited.Value))
     return F.Inherited;
   if (F.Marker)

@@ -129,6 +129,8 @@ public:
   void resolve();
   /// The precision at a point of a function: its statement order.
   PrecisionReason at(const ModelFunction &F, unsigned Order) const;
+  /// The precision a switch that turns autocast on gives the code after it, with where and why.
+  static PrecisionReason switchedOnHere(const ModelToggle &On);
   /// The precision a class's code runs in, when the class is converted.
   std::optional<PrecisionReason> classPrecision(const std::string &Class) const;
 
