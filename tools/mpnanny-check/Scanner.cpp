@@ -33,6 +33,9 @@ static ClangTidyOptions overrideOptions(const ScanOptions &O) {
     Override.CheckOptions["RulesDirectory"] = ClangTidyOptions::ClangTidyValue(O.RulesDir, 100);
   if (!O.FactsFile.empty())
     Override.CheckOptions["FactsFile"] = ClangTidyOptions::ClangTidyValue(O.FactsFile, 100);
+  if (!O.FactsNamedBy.empty())
+    Override.CheckOptions["FactsFileNamedBy"] =
+        ClangTidyOptions::ClangTidyValue(O.FactsNamedBy, 100);
   return Override;
 }
 
@@ -137,12 +140,46 @@ std::string flagsHint() {
          "torch/torch.h; TORCH_DIR chooses another LibTorch";
 }
 
+/// A precompiled header that GCC made (CMake's target_precompile_headers under g++): a file or
+/// a folder of variants whose files start with "gpch". Clang's own start with "CPCH".
+static bool isGccPrecompiledHeader(const std::string &Path) {
+  if (llvm::sys::fs::is_directory(Path))
+    return true;
+  auto Buffer = llvm::MemoryBuffer::getFileSlice(Path, 4, 0);
+  return Buffer && (*Buffer)->getBuffer() == "gpch";
+}
+
+/// `-include H` where H.gch is GCC's (CMake puts `-include .../cmake_pch.hxx` in every command
+/// of a target with precompiled headers): clang's driver takes H.gch for its own precompiled
+/// header and stops at "not a valid precompiled PCH file". Handed to the front end directly,
+/// the include reads the header's text, which is what the .gch was made from.
+static tooling::CommandLineArguments
+gccPrecompiledHeadersAsText(const tooling::CommandLineArguments &Args, llvm::StringRef) {
+  tooling::CommandLineArguments Result;
+  for (size_t I = 0; I < Args.size(); ++I) {
+    llvm::StringRef Joined = Args[I]; // -include H, or -includeH
+    const bool Separate = Joined == "-include" && I + 1 < Args.size();
+    std::string Header = Separate ? Args[I + 1]
+                         : Joined.consume_front("-include") && !Joined.starts_with("-")
+                             ? Joined.str()
+                             : "";
+    if (!Header.empty() && isGccPrecompiledHeader(Header + ".gch")) {
+      Result.insert(Result.end(), {"-Xclang", "-include", "-Xclang", Header});
+      I += Separate;
+      continue;
+    }
+    Result.push_back(Args[I]);
+  }
+  return Result;
+}
+
 std::unique_ptr<tooling::CompilationDatabase>
 adjusted(std::unique_ptr<tooling::CompilationDatabase> Base,
          const std::vector<std::string> &ExtraArgs) {
   auto Adjusted = std::make_unique<tooling::ArgumentsAdjustingCompilations>(std::move(Base));
   Adjusted->appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
       {"-resource-dir=" MPNANNY_CLANG_RESOURCE_DIR}, tooling::ArgumentInsertPosition::BEGIN));
+  Adjusted->appendArgumentsAdjuster(gccPrecompiledHeadersAsText);
   // GCC-only flags in a g++ build's database are noise to clang, not errors.
   Adjusted->appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
       {"-Wno-unknown-warning-option", "-Wno-unused-command-line-argument"},
