@@ -35,6 +35,9 @@ struct ParseSummary {
   unsigned Functions = 0;     ///< user functions with a body, headers of the project included
   unsigned Unchecked = 0;     ///< of those, the ones with a compile error inside
   std::string FirstUnchecked; ///< "name (file:line: first error)"
+  /// Some function computes in fp16, bf16 or under autocast, as far as this unit shows: a scan of
+  /// it alone that found nothing may have missed a precision only the project's other files show.
+  bool ShowsReducedPrecision = false;
 };
 
 class FindingLog {

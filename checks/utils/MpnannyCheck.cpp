@@ -38,6 +38,9 @@ MpnannyCheck::MpnannyCheck(StringRef Name, ClangTidyContext *Context)
   KeepGoing =
       !llvm::StringRef(Options.getLocalOrGlobal("KeepGoing", "true")).equals_insensitive("false");
   FactsFile = Options.getLocalOrGlobal("FactsFile", "").str();
+  // mpnanny-check says who named the file (--facts, .mpnanny.yaml); clang-tidy reads the option.
+  FactsFileNamedBy =
+      Options.getLocalOrGlobal("FactsFileNamedBy", "the FactsFile option (.clang-tidy)").str();
   ReportsSystemHeaders = Context->getOptions().SystemHeaders.value_or(false);
   std::string Dir = RulesDirectory.empty() ? kb::KnowledgeBase::defaultDirectory() : RulesDirectory;
   try {
@@ -111,8 +114,11 @@ const ProjectFacts *MpnannyCheck::projectFacts(ASTContext &Ctx) const {
   std::string Error;
   Facts = ProjectFacts::load(Path, Error);
   if (!Facts)
-    configurationDiag("the project's facts were not read (%0); each file is scanned on its own")
-        << Error;
+    configurationDiag("the project's facts were not read (%0); each file is scanned on its own "
+                      "(the file was %1)")
+        << Error
+        << (FactsFile.empty() ? "found above the compile command's folder"
+                              : "named by " + FactsFileNamedBy);
   return Facts.get();
 }
 

@@ -69,6 +69,7 @@ protected:
   /// The project's facts file (ProjectFacts.h): a path, "none", or "" to look for
   /// mpnanny-facts.json from the compile command's folder and the file's folder upward.
   std::string FactsFile;
+  std::string FactsFileNamedBy; ///< for the message when FactsFile cannot be read
 
 private:
   /// Sets the translation unit's traversal scope to the top-level declarations outside

@@ -461,6 +461,9 @@ void summarize(const PrecisionContext &Functions, ASTContext &Ctx) {
   Summary.File = mainFileName(SM).value_or("");
   std::vector<const FunctionDecl *> All = Functions.functions();
   Summary.Functions = All.size();
+  Summary.ShowsReducedPrecision = llvm::any_of(All, [&](const FunctionDecl *FD) {
+    return FD->getBody() && Functions.at(*FD->getBody()).Value != kb::Precision::FP32;
+  });
   const auto &Broken = brokenFunctions(Functions, Ctx);
   for (const FunctionDecl *FD : All) {
     auto It = Broken.find(FD);

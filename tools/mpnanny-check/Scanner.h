@@ -32,6 +32,8 @@ struct ScanOptions {
   /// The project's facts file; "" looks for mpnanny-facts.json above each compile command's
   /// folder; "none" reads none.
   std::string FactsFile;
+  /// Who named FactsFile (`--facts`, a project file): said when it cannot be read.
+  std::string FactsNamedBy;
   /// Where `.clang-tidy` files above each source are looked for; null: the disk.
   llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> ConfigFS;
 };

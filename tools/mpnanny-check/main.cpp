@@ -167,6 +167,9 @@ struct Settings {
   mpnanny::check::ScanOptions Scan;
   std::optional<mpnanny::check::ProjectFile> Project;
   std::string FactsPath; ///< where the facts are read (and, for a whole project, written)
+  /// Who named FactsPath ("--facts", a project file's path); "" when it is only the default
+  /// next to the build's compile_commands.json, which a one-file scan may well not have.
+  std::string FactsNamedBy;
 };
 
 Settings TheSettings;
@@ -257,6 +260,8 @@ struct Inputs {
   std::vector<std::vector<tooling::CompileCommand>> Commands;
   bool WholeProject = false;
   bool Unreadable = false;
+  /// The project's sources in the compilation database (-p), scanned or not.
+  size_t ProjectFileCount = 0;
 };
 
 /// Checks the options that take a word; 0 when all are good, else the exit code.
@@ -334,11 +339,15 @@ int settle(const Inputs &In) {
                                          : "";
   Scan.RulesDir = !RulesDir.empty() ? std::string(RulesDir) : Project ? Project->Rules : "";
   std::string Facts = !FactsOpt.empty() ? std::string(FactsOpt) : Project ? Project->Facts : "";
+  TheSettings.FactsNamedBy = !FactsOpt.empty()                    ? "--facts"
+                             : Project && !Project->Facts.empty() ? Project->Path
+                                                                  : "";
   if (Facts.empty() && !BuildPath.empty())
     Facts = mpnanny::check::factsFileFor(BuildPath);
   TheSettings.FactsPath = Facts == "none" ? "" : Facts;
   // Without a database the checks look for the facts themselves, as clang-tidy's do.
   Scan.FactsFile = Facts.empty() ? "" : Facts == "none" ? "none" : Facts;
+  Scan.FactsNamedBy = TheSettings.FactsNamedBy;
   std::string Rules =
       Scan.RulesDir.empty() ? mpnanny::kb::KnowledgeBase::defaultDirectory() : Scan.RulesDir;
   try {
@@ -366,6 +375,8 @@ int gatherInputs(std::unique_ptr<tooling::CompilationDatabase> Fixed, Inputs &In
   }
   const bool FromDiff = DiffOpt.getNumOccurrences() || DiffBase.getNumOccurrences();
   In.WholeProject = Sources.empty() && Project && !FromDiff;
+  if (Project)
+    In.ProjectFileCount = mpnanny::check::projectFiles(*Project, BuildPath).size();
   if (In.WholeProject) {
     In.Files = mpnanny::check::projectFiles(*Project, BuildPath);
     if (In.Files.empty())
@@ -446,6 +457,23 @@ bool refreshFacts(const Inputs &In, unsigned Jobs, const mpnanny::check::ScanSet
          << " unit(s) read, " << Update.Reused << " unchanged, " << Update.Units << " in all ("
          << llvm::format("%.1f", Seconds) << " s)\n";
   return sys::fs::exists(Update.Path);
+}
+
+/// A scan of named files that found nothing and saw no reduced precision in them, without the
+/// project's facts, in a project with more files: the precision may be chosen in one of the others
+/// (a `model->to(kHalf)` in main.cpp), which only a whole-project scan reads. Said once, and only
+/// then: elsewhere it would be noise.
+void noteWholeProjectScan(const Inputs &In, const std::vector<mpnanny::check::FileScan> &Scans) {
+  if (In.WholeProject || In.ProjectFileCount <= In.Files.size() || FormatOpt != "text")
+    return;
+  for (const auto &S : Scans)
+    for (const auto &P : S.Parse)
+      if (P.ShowsReducedPrecision)
+        return;
+  errs() << "mpnanny-check: note: no finding; the precision the other "
+         << In.ProjectFileCount - In.Files.size()
+         << " file(s) of the project choose is read after one whole-project scan ("
+         << "mpnanny-check -p " << BuildPath << ")\n";
 }
 
 /// Prints the findings as --format asks and writes the sites file; returns the exit code.
@@ -547,13 +575,23 @@ int main(int argc, const char **argv) {
   // clang-tidy's, read them. A scan of named files reads them as they are.
   if (In.WholeProject && FactsOpt != "none" && !refreshFacts(In, JobCount, Settings))
     return 2;
+  // The default facts file that no whole-project scan has made yet: a scan of named files goes
+  // without it, as it was asked to; only a file someone named must be there.
+  const bool WithoutDefaultFacts = TheSettings.FactsNamedBy.empty() && !In.WholeProject &&
+                                   !TheSettings.FactsPath.empty() &&
+                                   !sys::fs::exists(TheSettings.FactsPath);
+  if (WithoutDefaultFacts)
+    TheSettings.Scan.FactsFile = "none";
   std::vector<mpnanny::check::FileScan> Scans =
       mpnanny::check::scanFiles(In.Files, In.Commands, makeContext, JobCount,
                                 /*ApplyFixes=*/false, /*MakeFS=*/nullptr, Settings);
   mpnanny::check::dropRepeats(Scans);
   if (Changed)
     mpnanny::check::keepChangedLines(Scans, *Changed);
-  return report(Scans, In, CheckNames, Verified, *ClearedAfterSteps);
+  int Exit = report(Scans, In, CheckNames, Verified, *ClearedAfterSteps);
+  if (WithoutDefaultFacts && Exit == 0)
+    noteWholeProjectScan(In, Scans);
+  return Exit;
 }
 
 namespace {
