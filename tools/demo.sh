@@ -5,11 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/bootstrap.sh
 build=${BUILD_DIR:-build}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-targets=(mpnanny-check mpnanny-tidy train_attention)
-# The query tool comes with the runtime; build it when this tree has it.
-ninja -C "$build" -t query mpnanny >/dev/null 2>&1 && targets+=(mpnanny)
-ninja -C "$build" -j "$(nproc)" "${targets[@]}" >/dev/null
+# Everything `cmake --install` copies, and the example; not the tests (tools/test.sh builds them).
+bash tools/build.sh "$build" mpnanny-installable train_attention
 
 out="$build/demo"
 mkdir -p "$out"
@@ -28,7 +25,8 @@ echo "== 2. train: MPNANNY_VERIFY=1 $build/bin/train_attention"
 
 if [ -x "$build/bin/mpnanny" ] && [ -f "$out/nanny_logs/metrics.db" ]; then
   echo "== 3. report"
-  "$build/bin/mpnanny" report --db "$out/nanny_logs/metrics.db" -o "$out/report.html"
+  # Its own "report: PATH" line is relative; the absolute one below is the one to open.
+  "$build/bin/mpnanny" report --db "$out/nanny_logs/metrics.db" -o "$out/report.html" >/dev/null
   echo "report: $(cd "$out" && pwd)/report.html"
 fi
 [ -f "$out/nanny_logs/metrics.db" ] && echo "metrics database: $(cd "$out" && pwd)/nanny_logs/metrics.db"

@@ -6,8 +6,7 @@ cd "$(dirname "$0")/.."
 bash tools/bootstrap.sh browser node
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$build" -j "$jobs"
+JOBS=$jobs bash tools/build.sh "$build"
 log="$build/ctest-output.txt"
 set +e
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$log"
