@@ -3,6 +3,7 @@
 #include <map>
 
 #include "queries.h"
+#include "query_cells.h"
 #include "report.h"
 
 namespace mpnanny::query {
@@ -11,9 +12,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string str(const json& value) { return value.is_string() ? value.get<std::string>() : std::string(); }
-/// For the plotted series: a point that is not finite is a gap in the line.
-json number(double value) { return std::isfinite(value) ? json(value) : json(); }
+using cells::number;
+using cells::str;
 
 struct Observation {
   int64_t seq = 0;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "queries.h"
+#include "query_cells.h"
 #include "report.h"
 
 namespace mpnanny::query {
@@ -12,10 +13,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string str(const json& value) { return value.is_string() ? value.get<std::string>() : std::string(); }
-
-/// JSON has no NaN or infinity; the page shows null as a gap.
-json number(double value) { return std::isfinite(value) ? json(value) : json(); }
+using cells::number;
+using cells::str;
 
 struct Series {
   json steps = json::array();
