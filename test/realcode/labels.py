@@ -32,6 +32,10 @@ PRECISIONS = {"fp32", "fp16", "bf16", "autocast-fp16", "autocast-bf16"}
 # file): 2 for code that calls what 1.13's headers lack (set_autocast_enabled(device, on), ...).
 LIBTORCH_GENERATIONS = {1, 2}
 VERDICTS = {"FLAG", "NO_FLAG"}
+# Where a label came from: op-level code (LibTorch/ATen ops, elementwise op bodies) or kernel code.
+KINDS = {"op", "kernel"}
+# `made:` the UTC minute a label was written, so "made before the checker ran" can be checked.
+MADE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z")
 
 
 class LabelError(Exception):
@@ -128,6 +132,15 @@ def load(path):
             raise LabelError("%s: check '%s' is not an mpnanny check" % (at, label["check"]))
         if not re.fullmatch(r"[0-9a-f]{12}", str(label["hash"])):
             raise LabelError("%s: hash must be 12 hex digits" % at)
+        if "made" in label and not MADE.fullmatch(str(label["made"])):
+            raise LabelError("%s: made '%s' is not a UTC time like 2026-12-07T23:55Z" % (at, label["made"]))
+        if "kind" in label and label["kind"] not in KINDS:
+            raise LabelError("%s: kind '%s' is not one of %s" % (at, label["kind"], sorted(KINDS)))
+        # what_if: a hazard only if this fp32 code ran in half (a port); never one at the file's precision.
+        if not isinstance(label.setdefault("what_if", False), bool):
+            raise LabelError("%s: what_if must be true or false" % at)
+        if label["what_if"] and (label["verdict"] != "FLAG" or doc["precision"] != "fp32"):
+            raise LabelError("%s: what_if is for a FLAG label in fp32 code" % at)
         if len(str(label["reason"]).strip()) < 20:
             raise LabelError("%s: the reason must say why (cite the kernel or the number)" % at)
         key = (label["path"], label["line"], label["check"])
