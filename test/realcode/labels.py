@@ -144,6 +144,11 @@ def load(path):
             raise LabelError("%s: a kernel label says when it was made (made: 2026-12-07T23:55Z)" % at)
         if "made" in label and not MADE.fullmatch(str(label["made"])):
             raise LabelError("%s: made '%s' is not a UTC time like 2026-12-07T23:55Z" % (at, label["made"]))
+        # what_if: a hazard only if this fp32 code ran in half (a port); never one at the file's precision.
+        if not isinstance(label.setdefault("what_if", False), bool):
+            raise LabelError("%s: what_if must be true or false" % at)
+        if label["what_if"] and (label["verdict"] != "FLAG" or doc["precision"] != "fp32"):
+            raise LabelError("%s: what_if is for a FLAG label in fp32 code" % at)
         if len(str(label["reason"]).strip()) < 20:
             raise LabelError("%s: the reason must say why (cite the kernel or the number)" % at)
         key = (label["path"], label["line"], label["check"])

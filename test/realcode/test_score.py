@@ -175,6 +175,39 @@ def check_scan_as_a_user_runs_it(d, root, mock):
     expect("precision declared (--precision or .mpnanny.yaml)", declared, True)
 
 
+def check_label_fields(work):
+    """made/kind/what_if: validated by labels.load; a what_if label is quiet at the true precision."""
+    import yaml
+    import labels as L
+    import score as S
+    L.SRC = os.path.join(work, "fixture", "src")
+    label = {"path": "src/model.cpp", "line": 6, "hash": "837970287377", "verdict": "FLAG",
+             "check": "mpnanny-fp16-constant-range", "category": "mask-constant",
+             "reason": "what-if: -1e9 is past fp16's -65504 if this fp32 code ran in half",
+             "made": "2026-12-07T23:55Z", "kind": "op", "what_if": True}
+    doc = {"repo": REPO, "commit": "fixture", "precision": "fp32", "precision_how": "inferred",
+           "precision_why": "fixture", "labels": [label]}
+
+    def load(d):
+        path = os.path.join(work, "fields.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(d, f)
+        try:
+            return L.load(path)
+        except L.LabelError as e:
+            return str(e)
+
+    loaded = load(doc)
+    expect("made/kind/what_if accepted", isinstance(loaded, dict), True)
+    located, stale = S.locate_labels(loaded, "fields.yaml")
+    expect("a what_if FLAG counts as NO_FLAG at the true precision", [l["verdict"] for l, _ in located], ["NO_FLAG"])
+    for field, value, words in (("made", "07/12/2026 23:55", "not a UTC time"), ("kind", "cuda", "kind 'cuda'"),
+                                ("what_if", "yes", "what_if must be")):
+        bad = dict(doc, labels=[dict(label, **{field: value})])
+        expect("bad %s rejected" % field, words in str(load(bad)), True)
+    expect("what_if in fp16 code rejected", "what_if is for" in str(load(dict(doc, precision="fp16"))), True)
+
+
 def check_stale_label(args, work):
     path = os.path.join(work, "fixture", "labels", KEY + ".yaml")
     with open(path) as f:
@@ -231,6 +264,7 @@ def main():
 
     # --- a label names a statement: a finding on any of its lines is matched to it ---
     check_statement_span()
+    check_label_fields(work)
 
     # --- the label fields of kernel labels ---
     check_label_kind_and_made(work)
