@@ -26,12 +26,21 @@ CHECKS = {
     "mpnanny-master-weights", "mpnanny-missing-grad-scaler", "mpnanny-naive-softmax",
     "mpnanny-norm-in-half", "mpnanny-risky-op", "mpnanny-softmax-dtype", "mpnanny-unsafe-math",
     "mpnanny-unscaled-sum",
+    # The kernel checks (issue 47): half/bf16 arithmetic inside extension kernels.
+    "mpnanny-kernel-constant-range", "mpnanny-kernel-half-accumulator", "mpnanny-kernel-half-atomic",
+    "mpnanny-kernel-half-overflow",
 }
 PRECISIONS = {"fp32", "fp16", "bf16", "autocast-fp16", "autocast-bf16"}
 # The LibTorch generation a project's code is written against (`libtorch:` in its label
 # file): 2 for code that calls what 1.13's headers lack (set_autocast_enabled(device, on), ...).
 LIBTORCH_GENERATIONS = {1, 2}
 VERDICTS = {"FLAG", "NO_FLAG"}
+# What a label is about: op-level code (torch:: ops, the training step) or the arithmetic of an
+# extension kernel (a C++ CPU or CUDA kernel); optional, op when absent.
+KINDS = {"op", "kernel"}
+# When a label was written (`made:`), in UTC to the minute: the proof, with the git history, that
+# it was written before the checker ran on its file.
+MADE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z")
 
 
 class LabelError(Exception):
@@ -128,6 +137,18 @@ def load(path):
             raise LabelError("%s: check '%s' is not an mpnanny check" % (at, label["check"]))
         if not re.fullmatch(r"[0-9a-f]{12}", str(label["hash"])):
             raise LabelError("%s: hash must be 12 hex digits" % at)
+        if label.setdefault("kind", "op") not in KINDS:
+            raise LabelError("%s: kind '%s' is not one of %s" % (at, label["kind"], sorted(KINDS)))
+        # PyYAML reads an unquoted timestamp as a datetime: the text is what is checked.
+        if label["kind"] == "kernel" and "made" not in label:
+            raise LabelError("%s: a kernel label says when it was made (made: 2026-12-07T23:55Z)" % at)
+        if "made" in label and not MADE.fullmatch(str(label["made"])):
+            raise LabelError("%s: made '%s' is not a UTC time like 2026-12-07T23:55Z" % (at, label["made"]))
+        # what_if: a hazard only if this fp32 code ran in half (a port); never one at the file's precision.
+        if not isinstance(label.setdefault("what_if", False), bool):
+            raise LabelError("%s: what_if must be true or false" % at)
+        if label["what_if"] and (label["verdict"] != "FLAG" or doc["precision"] != "fp32"):
+            raise LabelError("%s: what_if is for a FLAG label in fp32 code" % at)
         if len(str(label["reason"]).strip()) < 20:
             raise LabelError("%s: the reason must say why (cite the kernel or the number)" % at)
         key = (label["path"], label["line"], label["check"])

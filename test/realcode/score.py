@@ -128,11 +128,11 @@ def match_repo(doc, root, located, findings, whole, sample):
             entry["kind"] = "outside"
         elif any(l["verdict"] == "FLAG" for l in same):
             lab = next(l for l in same if l["verdict"] == "FLAG")
-            entry.update(kind="tp", category=lab["category"])
+            entry.update(kind="tp", category=lab["category"], label_kind=lab["kind"])
             found_labels.add(id(lab))
         elif same:
             lab = same[0]
-            entry.update(kind="fp_noflag", category=lab["category"], reason=lab["reason"])
+            entry.update(kind="fp_noflag", category=lab["category"], label_kind=lab["kind"], reason=lab["reason"])
             fp_labels.add(id(lab))
         elif labs:
             entry.update(kind="fp_other", labelled_for=sorted({l["check"] for l in labs}))
@@ -147,7 +147,7 @@ def match_repo(doc, root, located, findings, whole, sample):
     for label, line in located:
         results.append({"path": label["path"], "line": line, "labelled_line": label["line"],
                         "check": label["check"], "verdict": label["verdict"],
-                        "category": label["category"], "reason": label["reason"],
+                        "category": label["category"], "label_kind": label["kind"], "reason": label["reason"],
                         "found": id(label) in found_labels if label["verdict"] == "FLAG" else None,
                         "fp": id(label) in fp_labels if label["verdict"] == "NO_FLAG" else None})
     return out, results
@@ -326,6 +326,9 @@ def locate_labels(doc, name):
             stale.append("%s: %s:%s: no line has hash %s (the text changed: relabel it)"
                          % (name, label["path"], label["line"], label["hash"]))
             continue
+        if label["what_if"]:
+            # Scanned at the project's own precision (fp32), a latent port hazard must stay quiet.
+            label = dict(label, verdict="NO_FLAG")
         located.append((label, line))
     return located, stale
 
@@ -454,6 +457,8 @@ class Tallies:
                                   lambda x: x["category"] or ("(other check's line)" if x.get("kind") == "fp_other"
                                                               else "(unlabelled line)"))
         self.per_repo = tally(self.labels, self.findings, lambda x: x["repo"])
+        # op-level code and extension kernels (a label's `kind`), each judged on its own labels.
+        self.per_kind = tally(self.labels, self.findings, lambda x: x.get("label_kind") or "(unlabelled line)")
         self.total = Counts()
         for c in self.per_check.values():
             self.total.add(c)
@@ -493,6 +498,7 @@ def print_check_and_category_tables(t, gates, no_gate):
                         for k in sorted(t.per_check)])
     width = max([len(k) for k in t.per_category] + [20])
     print_table("category", width, [(k, t.per_category[k]) for k in sorted(t.per_category)], ("total", t.total))
+    print_table("kind", width, [(k, t.per_kind[k]) for k in sorted(t.per_kind)], ("total", t.total))
 
 
 def repo_column_width(repos):
@@ -621,6 +627,7 @@ def json_document(args, dirs_by_generation, total_wall, repos, t, kloc, agg, par
                                                    "min_recall", "max_fp_rate", "no_gate")},
         "per_check": {k: v.as_dict() for k, v in sorted(t.per_check.items())},
         "per_category": {k: v.as_dict() for k, v in sorted(t.per_category.items())},
+        "per_kind": {k: v.as_dict() for k, v in sorted(t.per_kind.items())},
         "per_repo": {r["doc"]["repo"]: dict(t.per_repo.get(r["doc"]["repo"], Counts()).as_dict(),
                                             precision=r["doc"]["precision"],
                                             precision_how=r["doc"]["precision_how"],

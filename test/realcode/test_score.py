@@ -133,7 +133,13 @@ def check_totals_and_categories(d):
     expect("category log-of-softmax", {k: cat.get("log-of-softmax", {}).get(k) for k in ("flag", "found")},
            {"flag": 2, "found": 1})
     expect("category domain", {k: cat.get("domain", {}).get(k) for k in ("flag", "found")}, {"flag": 1, "found": 0})
+    # The fixture's labels say no kind: they are op-level labels, tallied under "op".
+    kinds = d["per_kind"]
+    expect("kind op", {k: kinds.get("op", {}).get(k) for k in ("flag", "found", "noflag")},
+           {"flag": 4, "found": 2, "noflag": 2})
+    expect("no kernel kind without kernel labels", "kernel" in kinds, False)
     labels = {(l["path"], l["check"]): l for l in d["labels"]}
+    expect("label results carry their kind", labels[("src/train.cpp", "mpnanny-log-softmax")]["label_kind"], "op")
     expect("moved label located at its text", labels[("src/train.cpp", "mpnanny-log-softmax")]["line"], 6)
 
 
@@ -169,6 +175,39 @@ def check_scan_as_a_user_runs_it(d, root, mock):
     expect("precision declared (--precision or .mpnanny.yaml)", declared, True)
 
 
+def check_label_fields(work):
+    """made/kind/what_if: validated by labels.load; a what_if label is quiet at the true precision."""
+    import yaml
+    import labels as L
+    import score as S
+    L.SRC = os.path.join(work, "fixture", "src")
+    label = {"path": "src/model.cpp", "line": 6, "hash": "837970287377", "verdict": "FLAG",
+             "check": "mpnanny-fp16-constant-range", "category": "mask-constant",
+             "reason": "what-if: -1e9 is past fp16's -65504 if this fp32 code ran in half",
+             "made": "2026-12-07T23:55Z", "kind": "op", "what_if": True}
+    doc = {"repo": REPO, "commit": "fixture", "precision": "fp32", "precision_how": "inferred",
+           "precision_why": "fixture", "labels": [label]}
+
+    def load(d):
+        path = os.path.join(work, "fields.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(d, f)
+        try:
+            return L.load(path)
+        except L.LabelError as e:
+            return str(e)
+
+    loaded = load(doc)
+    expect("made/kind/what_if accepted", isinstance(loaded, dict), True)
+    located, stale = S.locate_labels(loaded, "fields.yaml")
+    expect("a what_if FLAG counts as NO_FLAG at the true precision", [l["verdict"] for l, _ in located], ["NO_FLAG"])
+    for field, value, words in (("made", "07/12/2026 23:55", "not a UTC time"), ("kind", "cuda", "kind 'cuda'"),
+                                ("what_if", "yes", "what_if must be")):
+        bad = dict(doc, labels=[dict(label, **{field: value})])
+        expect("bad %s rejected" % field, words in str(load(bad)), True)
+    expect("what_if in fp16 code rejected", "what_if is for" in str(load(dict(doc, precision="fp16"))), True)
+
+
 def check_stale_label(args, work):
     path = os.path.join(work, "fixture", "labels", KEY + ".yaml")
     with open(path) as f:
@@ -178,6 +217,31 @@ def check_stale_label(args, work):
     rc, out, d3 = score(args, work, [], name="stale")
     expect("exit code with a stale label", rc, 2)
     expect("stale label listed", "src/model.cpp:7: no line has hash deadbeef0000" in out, True)
+
+
+def check_label_kind_and_made(work):
+    """A label's kind is op or kernel (op when absent); a kernel label says when it was made,
+    as a UTC minute."""
+    import labels as L
+    head = ("repo: o/n\ncommit: c\nprecision: fp16\nprecision_how: inferred\nprecision_why: w\nlabels:\n"
+            "  - {path: a.cu, line: 1, hash: 0123456789ab, verdict: FLAG, check: mpnanny-kernel-half-atomic,\n"
+            "     category: half-atomic, reason: an atomicAdd into a half buffer from many threads")
+
+    def load(extra):
+        path = os.path.join(work, "kind.yaml")
+        with open(path, "w") as f:
+            f.write(head + extra + "}\n")
+        try:
+            return L.load(path)["labels"][0]
+        except L.LabelError as e:
+            return str(e)
+
+    expect("a label without kind is op", load("")["kind"], "op")
+    expect("a kernel label with its UTC minute loads", load(', kind: kernel, made: "2026-12-07T23:55Z"')["made"],
+           "2026-12-07T23:55Z")
+    expect("a kernel label without made is refused", "says when it was made" in load(", kind: kernel"), True)
+    expect("made must be a UTC time", "not a UTC time" in load(', kind: kernel, made: "07/12/2026"'), True)
+    expect("kind must be op or kernel", "is not one of" in load(", kind: cuda"), True)
 
 
 def main():
@@ -200,6 +264,10 @@ def main():
 
     # --- a label names a statement: a finding on any of its lines is matched to it ---
     check_statement_span()
+    check_label_fields(work)
+
+    # --- the label fields of kernel labels ---
+    check_label_kind_and_made(work)
 
     # --- the whole fixture, options for the folders ---
     rc, text, d = score(args, work, [], name="gated")
