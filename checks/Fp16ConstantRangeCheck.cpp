@@ -5,7 +5,9 @@
 #include "utils/TrainingStep.h"
 #include "utils/ValueFlow.h"
 #include "clang/AST/ASTContext.h"
+#include "clang/Lex/Lexer.h"
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 using namespace clang::ast_matchers;
@@ -41,6 +43,7 @@ void Fp16ConstantRangeCheck::check(const MatchFinder::MatchResult &Result) {
     if (Kind != OO_Star && Kind != OO_StarEqual)
       checkEpsilonAddition(*Arith, *Result.Context);
     checkOutOfRangeOperand(*Arith, *Result.Context);
+    checkLostEpsilon(*Arith, *Result.Context);
   } else if (const auto *Call = Result.Nodes.getNodeAs<CallExpr>("call")) {
     checkValueArguments(*Call, *Result.Context);
   } else if (const auto *Construct = Result.Nodes.getNodeAs<CXXConstructExpr>("construct")) {
@@ -108,6 +111,8 @@ void Fp16ConstantRangeCheck::checkValueArguments(const CallExpr &Call, ASTContex
     const Expr *Arg = valueArgument(*TC, *Op, VA.Index);
     if (!Arg)
       continue;
+    if (VA.Role == "bound" && checkBoundOntoUnit(Call, *TC, *Op, Arg, *Format, Why, Ctx))
+      continue;
     const bool Fill = VA.Role == "fill";
     auto V = hazardousValue(Arg, Ctx, [&](double X) {
       return overflows(X, *Format) || (!Fill && flushesToZero(X, *Format));
@@ -138,6 +143,63 @@ void Fp16ConstantRangeCheck::checkValueArguments(const CallExpr &Call, ASTContex
              Why);
     }
   }
+}
+
+/// The argument as written, when it is short enough to quote: `1 - 1e-7`, `1. - eps`.
+static std::optional<std::string> writtenText(const Expr &E, const ASTContext &Ctx) {
+  if (E.getBeginLoc().isMacroID() || E.getEndLoc().isMacroID())
+    return std::nullopt;
+  llvm::StringRef Text = Lexer::getSourceText(CharSourceRange::getTokenRange(E.getSourceRange()),
+                                              Ctx.getSourceManager(), Ctx.getLangOpts());
+  if (Text.empty() || Text.size() > 48 || Text.contains('\n'))
+    return std::nullopt;
+  return Text.str();
+}
+
+/// "1 - 1e-7 = 0.9999999": the written form and the exact value, or the value alone when it
+/// is written as it is; with the way it came when it came from elsewhere.
+static std::string writtenAndExact(const Expr &Arg, const FlowValue &V, const ASTContext &Ctx) {
+  std::string Exact = formatExact(V.Value);
+  std::string Text = Exact;
+  if (auto Written = writtenText(*ignoreConversions(&Arg), Ctx); Written && *Written != Exact)
+    Text = *Written + " = " + Exact;
+  return Text + (V.Via.empty() ? "" : " (" + V.Via + ")");
+}
+
+bool Fp16ConstantRangeCheck::checkBoundOntoUnit(const CallExpr &Call, const TorchCall &TC,
+                                                const kb::Op &Op, const Expr *Arg,
+                                                kb::Format Format, const PrecisionReason &Why,
+                                                ASTContext &Ctx) {
+  // Which end the bound is: ATen names clamp's parameters min and max, clamp_max's max.
+  const ParmVarDecl *Param = nullptr;
+  for (unsigned I = 0; I < TC.Args.size(); ++I)
+    if (TC.Args[I] == Arg)
+      Param = parameterOf(TC, I);
+  if (!Param || (Param->getName() != "min" && Param->getName() != "max"))
+    return false;
+  const bool Upper = Param->getName() == "max";
+  auto V = hazardousValue(Arg, Ctx, [&](double X) { return roundsOntoUnit(X, Upper, Format); });
+  if (!V)
+    return false;
+  const char *Name = kb::toString(Format);
+  const int Bits = mantissaBits(Format);
+  // The format's neighbour of the unit on the inside, and a round bound that stays there.
+  const double Inside = 1 - std::ldexp(1.0, -(Bits + 1));
+  const double Margin = std::pow(10, std::ceil(std::log10(2 * (1 - Inside))));
+  char Neighbour[32];
+  std::snprintf(Neighbour, sizeof Neighbour, "%.8g", Upper ? Inside : -Inside);
+  Subject About{&Call, &Op, kb::RiskKind::Domain, kb::Severity::Warning, Name};
+  report(Ctx, About, Arg->getBeginLoc(),
+         TC.spelled() + (Upper ? " upper" : " lower") + " bound " + writtenAndExact(*Arg, *V, Ctx) +
+             " is " + (Upper ? "1" : "-1") + " in " + Name + " (the nearest " + Name +
+             " value inside is " + Neighbour + "): the clamped value reaches " +
+             (Upper ? "1, where log(1 - p) and log1p(-p) are -inf"
+                    : "-1, where log1p(x) and atanh(x) are -inf"),
+         std::string("use a bound ") + Name + " keeps inside, " + (Upper ? "1 - " : "-1 + ") +
+             formatNumber(Margin) + " or further from " + (Upper ? "1" : "-1") +
+             ", or clamp and take the log in fp32 with .to(torch::kFloat)",
+         Why);
+  return true;
 }
 
 void Fp16ConstantRangeCheck::checkOptionSetter(const CXXMemberCallExpr &Call, ASTContext &Ctx) {
@@ -325,6 +387,87 @@ void Fp16ConstantRangeCheck::checkEpsilonAddition(const CXXOperatorCallExpr &Op,
          std::string("use an eps of at least ") + formatNumber(limitsOf(Format).MinNormal) +
              ", or compute this expression in fp32 with .to(torch::kFloat)",
          Why);
+}
+
+namespace {
+/// A constant written as a base and a small addend: `1 + 1e-3`, `1. - eps`.
+struct SumOfConstants {
+  const Expr *Written = nullptr;
+  double Base = 0, Addend = 0;
+  std::string Via;
+};
+} // namespace
+
+/// The constant sum E stands for, written there or in a stable local's initializer.
+static std::optional<SumOfConstants> sumOfConstants(const Expr *E, ASTContext &Ctx) {
+  const ValueFlow &Flow = ValueFlow::get(Ctx);
+  std::string Via;
+  for (int Depth = 0; E && Depth < 4; ++Depth) {
+    E = ignoreConversions(E)->IgnoreParenImpCasts();
+    if (const auto *Ref = dyn_cast<DeclRefExpr>(E)) {
+      const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+      E = Flow.stableInitializer(Var);
+      Via = Var ? "through '" + Var->getNameAsString() + "'" : "";
+      continue;
+    }
+    const auto *BO = dyn_cast<BinaryOperator>(E);
+    if (!BO || !BO->isAdditiveOp())
+      return std::nullopt;
+    auto L = Flow.constantOf(BO->getLHS()), R = Flow.constantOf(BO->getRHS());
+    if (!L || !R)
+      return std::nullopt;
+    const double Right = BO->getOpcode() == BO_Add ? R->Value : -R->Value;
+    SumOfConstants Sum{E, L->Value, Right, Via};
+    if (std::fabs(Sum.Addend) > std::fabs(Sum.Base))
+      std::swap(Sum.Base, Sum.Addend);
+    return Sum;
+  }
+  return std::nullopt;
+}
+
+/// `(1 + 1e-3) - p` in bf16, `p * (1 - 1e-7)` in fp16: the scalar is converted to the tensor's
+/// type before the op, and there the addend is gone (below half the spacing of the format's
+/// values at the base), so the margin it was written for is not there: 1 - p is exactly 0 at
+/// p = 1.
+void Fp16ConstantRangeCheck::checkLostEpsilon(const CXXOperatorCallExpr &Op, ASTContext &Ctx) {
+  auto [Tensor, Constant] = tensorAndNumber(Op);
+  if (!Tensor || !Constant)
+    return;
+  auto Sum = sumOfConstants(Constant, Ctx);
+  if (!Sum || Sum->Addend == 0 || Sum->Base + Sum->Addend == Sum->Base)
+    return;
+  const PrecisionContext &Context = precisionContext(Ctx);
+  PrecisionReason Why = Context.at(Op);
+  if (Why.Value == kb::Precision::FP32)
+    return;
+  if (!Ranges)
+    Ranges = std::make_unique<RangeAnalysis>(Ctx, *knowledgeBase(), Context);
+  const kb::Format Format = Ranges->formatOf(Tensor);
+  const double Stored = storedValue(Sum->Base + Sum->Addend, Format);
+  if (Format == kb::Format::FP32 || Stored == 0 || Stored != storedValue(Sum->Base, Format))
+    return;
+  const char *Name = kb::toString(Format);
+  // Half the spacing of the format's values on the addend's side of the base: the smallest
+  // addend kept (below a power of two the values are twice as dense as above it).
+  const bool Outward = (Sum->Addend > 0) == (Sum->Base > 0);
+  const double Magnitude = std::fabs(Sum->Base) * (Outward ? 1 : 1 - 1e-12);
+  const double Kept = std::ldexp(1.0, std::ilogb(Magnitude) - mantissaBits(Format) - 1);
+  std::string Value = formatExact(Sum->Base + Sum->Addend);
+  if (auto Written = writtenText(*Sum->Written, Ctx))
+    Value = *Written + " = " + Value;
+  if (!Sum->Via.empty())
+    Value += " (" + Sum->Via + ")";
+  Subject About{&Op, nullptr, kb::RiskKind::Underflow, kb::Severity::Warning, Name};
+  report(
+      Ctx, About, Constant->getBeginLoc(),
+      Value + " is " + formatExact(Stored) + " in " + Name + ", where the tensor meets it: the " +
+          formatNumber(std::fabs(Sum->Addend)) + " is below " + formatNumber(Kept) +
+          ", half the spacing of " + Name + " values at " + formatNumber(Sum->Base) +
+          ", and the margin it was written for is gone",
+      std::string("apply the margin to the tensor, where it is kept ((1 - p) + eps rather than ") +
+          "(1 + eps) - p), use a margin of at least " + formatNumber(2 * Kept) +
+          ", or compute in fp32 with .to(torch::kFloat)",
+      Why);
 }
 
 /// "adding -1e9 to a fp16 tensor", "subtracting a fp16 tensor from 1e9".

@@ -3,9 +3,11 @@
 
 #include "utils/SoftmaxShapes.h"
 #include "utils/TorchCalls.h"
+#include "utils/ValueFlow.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 using namespace clang::ast_matchers;
 
@@ -83,7 +85,64 @@ std::string domainHazard(MathKind Kind, const Interval &Arg, const std::string &
   return Message;
 }
 
+/// "running_var" for running_var, running_var_, m_running_var, _running_var.
+llvm::StringRef bareName(llvm::StringRef Name) {
+  if (Name.starts_with("m_"))
+    Name = Name.drop_front(2);
+  return Name.trim('_');
+}
+
+/// `register_buffer("running_var", ...)`: the state-dict key a BatchNorm's variance loads from.
+bool registersRunningVariance(const Expr *E) {
+  const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(E ? ignoreConversions(E) : nullptr);
+  const CXXMethodDecl *M = Call ? Call->getMethodDecl() : nullptr;
+  if (!M || !M->getIdentifier() || M->getName() != "register_buffer" || Call->getNumArgs() < 2)
+    return false;
+  // The name is a std::string made from the literal.
+  const Expr *Name = Call->getArg(0)->IgnoreImplicit()->IgnoreParens();
+  while (const auto *Construct = dyn_cast<CXXConstructExpr>(Name)) {
+    if (Construct->getNumArgs() == 0)
+      return false;
+    Name = Construct->getArg(0)->IgnoreImplicit()->IgnoreParens();
+  }
+  const auto *Key = dyn_cast<StringLiteral>(Name);
+  return Key && Key->getString() == "running_var";
+}
+
 } // namespace
+
+/// A BatchNorm running variance: LibTorch's `running_var` buffer (`bn->running_var`), a tensor
+/// named after it, or one registered under its key, `register_buffer("running_var", ...)`; the
+/// name is the state-dict key under which a checkpoint loads it. It is a variance, so never
+/// negative, and 0 on a channel that is constant over the batches (a dead ReLU channel: the
+/// running average decays to 0, in fp16 within a few hundred steps at momentum 0.1).
+static std::optional<Interval> runningVarianceRange(const Expr *E, const RangeAnalysis &Ranges,
+                                                    ASTContext &Ctx) {
+  E = resolveStableLocals(E, Ranges);
+  const ValueDecl *D = namedValue(E);
+  if (!D || !D->getIdentifier())
+    return std::nullopt;
+  bool Variance = bareName(D->getName()) == "running_var" || registersRunningVariance(E);
+  if (const auto *Field = dyn_cast<FieldDecl>(D); Field && !Variance)
+    for (const Expr *Value : ValueFlow::get(Ctx).valuesAssignedTo(*Field))
+      Variance |= registersRunningVariance(Value);
+  if (!Variance)
+    return std::nullopt;
+  Interval R = Interval::closed(0, std::numeric_limits<double>::infinity());
+  R.HiOpen = true;
+  R.Origin = "the running variance '" + D->getNameAsString() +
+             "', 0 on a channel that is constant over the batches";
+  return R;
+}
+
+/// The argument of a square root in Divisor (`torch::sqrt(v)`, `v.sqrt()`), through locals.
+static const Expr *squareRootOperand(const Expr &Divisor, const RangeAnalysis &Ranges,
+                                     const kb::KnowledgeBase &KB) {
+  const auto *Call = dyn_cast_or_null<CallExpr>(resolveStableLocals(&Divisor, Ranges));
+  auto TC = Call ? classifyTorchCall(*Call) : std::nullopt;
+  const kb::Op *Op = TC && TC->Self ? lookupOp(*TC, KB) : nullptr;
+  return Op && Op->Transfer == "sqrt" ? TC->Self : nullptr;
+}
 
 UnsafeMathCheck::UnsafeMathCheck(StringRef Name, ClangTidyContext *Context)
     : MpnannyCheck(Name, Context),
@@ -164,6 +223,11 @@ void UnsafeMathCheck::check(const MatchFinder::MatchResult &Result) {
 
   std::string Spelled = TC->spelled();
   Interval Arg = Ranges->rangeOf(TC->Self);
+  // rsqrt(running_var) with no eps: a frozen BatchNorm written by hand.
+  if (Arg.isUnknown() &&
+      (*Kind == MathKind::Rsqrt || *Kind == MathKind::Reciprocal || *Kind == MathKind::NegativePow))
+    if (auto Variance = runningVarianceRange(TC->Self, *Ranges, Ctx))
+      Arg = *Variance;
 
   if (*Kind == MathKind::Exp) {
     checkExp(*Call, *TC, *Op, Arg, Why, Ctx);
@@ -238,6 +302,11 @@ void UnsafeMathCheck::checkDivision(const Expr &Division, const Expr &Divisor, A
   if (Why.Value == kb::Precision::FP32)
     return;
   Interval D = Ranges->rangeOf(&Divisor);
+  // x / torch::sqrt(running_var): the square root of a variance that may be 0 is 0.
+  if (D.isUnknown())
+    if (const Expr *Root = squareRootOperand(Divisor, *Ranges, *knowledgeBase()))
+      if (auto Variance = runningVarianceRange(Root, *Ranges, Ctx))
+        D = *Variance, D.Origin = "the square root of " + D.Origin;
   if (D.isUnknown() || !D.mayBeZero() || leftToConstantRange(D))
     return;
   kb::Format F = Ranges->formatOf(&Divisor);

@@ -278,12 +278,12 @@ public:
       O.Range = range(N["range"]);
     if (N["transfer"]) {
       O.Transfer = scalar(N["transfer"], "'transfer'");
-      static const std::set<std::string> Known = {"identity",   "exp",    "log", "sqrt", "rsqrt",
-                                                  "reciprocal", "square", "abs", "neg",  "clamp",
-                                                  "pow",        "sum",    "mean"};
+      static const std::set<std::string> Known = {"identity", "union",      "exp",    "log", "sqrt",
+                                                  "rsqrt",    "reciprocal", "square", "abs", "neg",
+                                                  "clamp",    "pow",        "sum",    "mean"};
       if (!Known.count(O.Transfer))
         fail(N["transfer"], "unknown transfer '" + O.Transfer +
-                                "' (known: identity, exp, log, sqrt, rsqrt, reciprocal, "
+                                "' (known: identity, union, exp, log, sqrt, rsqrt, reciprocal, "
                                 "square, abs, neg, clamp, pow, sum, mean)");
     }
     O.Check = N["check"] ? scalar(N["check"], "'check'") : vocab::name(vocab::Check::RiskyOp);

@@ -37,7 +37,7 @@ std::optional<OwnedOpCheck::OwnedCall> OwnedOpCheck::ownedRisk(const CallExpr &C
     for (const std::string &U : R.Uses)
       if (auto K = parseUseKind(U))
         Kinds.push_back(*K);
-    if (auto Use = firstUseAs(Call, Kinds, Ctx))
+    if (auto Use = firstUseAs(Call, Kinds, *knowledgeBase(), Ctx))
       return OwnedCall{*TC, Op, &R, Format, Why, Use};
   }
   return std::nullopt;

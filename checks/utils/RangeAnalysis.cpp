@@ -9,6 +9,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <tuple>
 
@@ -57,17 +59,6 @@ RangeAnalysis::RangeAnalysis(ASTContext &Ctx, const kb::KnowledgeBase &KB,
     : Ctx(Ctx), KB(KB), Precision(Precision), Memo(std::make_unique<Cache>()) {}
 
 RangeAnalysis::~RangeAnalysis() = default;
-
-/// The value a constant takes once stored in the format: below half the smallest
-/// subnormal it is 0 (1e-8 in fp16), beyond the largest finite value it is inf.
-static double roundConstant(double V, kb::Format F) {
-  const FormatLimits &L = limitsOf(F);
-  if (std::fabs(V) < L.flushBelow())
-    return 0;
-  if (std::isfinite(V) && std::fabs(V) > L.Max)
-    return V > 0 ? Inf : -Inf;
-  return V;
-}
 
 /// A computed result stored in the format. A positive lower bound that the format
 /// cannot hold becomes an exact 0 (exp(-20) is 0 in fp16); an open 0 stays open,
@@ -367,6 +358,32 @@ const Expr *RangeAnalysis::valueAt(const Expr *Read, bool InPlaceOps) const {
   return Flow.reachingValue(Read, InPlaceOps);
 }
 
+std::optional<std::vector<const Expr *>> RangeAnalysis::elementsOf(const Expr *List) const {
+  for (int Depth = 0; List && Depth < 8; ++Depth) {
+    List = List->IgnoreImplicit()->IgnoreParens();
+    if (isTensorType(List->getType())) // `ArrayRef<Tensor>(const Tensor &)`: a list of one
+      return std::vector<const Expr *>{List};
+    if (const auto *Init = dyn_cast<InitListExpr>(List))
+      return std::vector<const Expr *>(Init->inits().begin(), Init->inits().end());
+    if (const auto *Std = dyn_cast<CXXStdInitializerListExpr>(List)) {
+      List = Std->getSubExpr();
+    } else if (const auto *Construct = dyn_cast<CXXConstructExpr>(List)) {
+      // An ArrayRef, ITensorListRef or std::vector made from one list (an allocator or other
+      // trailing parameter left to its default).
+      if (Construct->getNumArgs() == 0 ||
+          !std::all_of(Construct->arg_begin() + 1, Construct->arg_end(),
+                       [](const Expr *A) { return isa<CXXDefaultArgExpr>(A); }))
+        return std::nullopt;
+      List = Construct->getArg(0);
+    } else if (const auto *Ref = dyn_cast<DeclRefExpr>(List)) {
+      List = stableInitializer(dyn_cast<VarDecl>(Ref->getDecl()));
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 Interval RangeAnalysis::rangeOf(const Expr *E, std::optional<kb::Format> Assumed) const {
   return rangeImpl(E, Assumed, 0);
 }
@@ -391,7 +408,7 @@ Interval RangeAnalysis::rangeImpl(const Expr *E, std::optional<kb::Format> Assum
       Interval R;
       for (size_t I = 0; I < Values.Values.size(); ++I) {
         const FlowValue &V = Values.Values[I];
-        double Stored = roundConstant(V.Value, In);
+        double Stored = storedValue(V.Value, In);
         if (I == 0)
           R = Interval::point(Stored);
         R.Lo = std::min(R.Lo, Stored);
@@ -432,10 +449,57 @@ static void joinOrigins(Interval &R, const Interval &A, const Interval &B) {
   R.FlushedConstant = A.FlushedConstant || B.FlushedConstant;
 }
 
+/// The smallest interval holding both, with the origins of both.
+static Interval hull(const Interval &A, const Interval &B) {
+  Interval R = A;
+  if (B.Lo < R.Lo || (B.Lo == R.Lo && !B.LoOpen))
+    R.Lo = B.Lo, R.LoOpen = B.LoOpen;
+  if (B.Hi > R.Hi || (B.Hi == R.Hi && !B.HiOpen))
+    R.Hi = B.Hi, R.HiOpen = B.HiOpen;
+  if (A.Origin != B.Origin)
+    joinOrigins(R, A, B);
+  R.FlushedConstant = A.FlushedConstant || B.FlushedConstant;
+  return R;
+}
+
+Interval RangeAnalysis::unionOf(llvm::ArrayRef<const Expr *> Elements,
+                                std::optional<kb::Format> Assumed, int Depth) const {
+  std::optional<Interval> R;
+  for (const Expr *Element : Elements) {
+    Interval I = rangeImpl(Element, Assumed, Depth + 1);
+    if (I.isUnknown())
+      return I;
+    R = R ? hull(*R, I) : I;
+  }
+  return R ? *R : Interval::unknown();
+}
+
+Interval RangeAnalysis::rangeOfElement(const Expr &Container, int Depth) const {
+  // `x[i]` is `x.index({i})` (TensorBody.h): it follows the method's entry, a view.
+  const kb::Op *Index = KB.findMethod("index");
+  if (!Index || Index->Transfer != "identity")
+    return Interval::unknown();
+  if (isTensorType(Container.getType()))
+    return rangeImpl(&Container, std::nullopt, Depth + 1);
+  // `x.chunk(2)[0]`, `parts[1]` with `auto parts = x.split(n, -1);`: an element of the list
+  // a view op returns (its entry's transfer says so) holds values of its input.
+  const Expr *Source = ignoreConversions(&Container);
+  if (const auto *Ref = dyn_cast_or_null<DeclRefExpr>(Source))
+    Source = stableInitializer(dyn_cast<VarDecl>(Ref->getDecl()));
+  const auto *Call = dyn_cast_or_null<CallExpr>(Source ? ignoreConversions(Source) : nullptr);
+  auto TC = Call ? classifyTorchCall(*Call) : std::nullopt;
+  const kb::Op *Op = TC && TC->Self ? lookupOp(*TC, KB) : nullptr;
+  if (!Op || Op->Transfer != "identity")
+    return Interval::unknown();
+  return rangeImpl(TC->Self, std::nullopt, Depth + 1);
+}
+
 Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op, std::optional<kb::Format>,
                                         int Depth) const {
   kb::Format F = formatOf(&Op);
   OverloadedOperatorKind K = Op.getOperator();
+  if (K == OO_Subscript && Op.getNumArgs() == 2)
+    return rangeOfElement(*Op.getArg(0), Depth);
   if (Op.getNumArgs() == 1) {
     if (K != OO_Minus)
       return Interval::unknown();
@@ -462,27 +526,81 @@ Interval RangeAnalysis::rangeOfOperator(const CXXOperatorCallExpr &Op, std::opti
   return roundTo(R, F);
 }
 
-/// The literal bounds of a clamp, told apart by the callee's parameter names
-/// (`min`, `max`), as LibTorch declares clamp, clamp_min and clamp_max.
-static Interval clampBounds(const TorchCall &TC, kb::Format F, const ASTContext &Ctx) {
+int mantissaBits(kb::Format F) { return -std::ilogb(limitsOf(F).Epsilon); }
+
+double storedValue(double V, kb::Format F) {
+  if (V == 0 || !std::isfinite(V))
+    return V;
+  const FormatLimits &L = limitsOf(F);
+  // The spacing of the format's values around |V|: 2^(e - mantissa bits) for a normal
+  // number of exponent e, and the subnormals' fixed spacing below the smallest normal.
+  // Dividing and multiplying by a power of two is exact in a double, so the only rounding
+  // is std::nearbyint's, which rounds ties to even in the default rounding mode.
+  const double Magnitude = std::fabs(V);
+  const int Exponent = std::max(std::ilogb(Magnitude), std::ilogb(L.MinNormal));
+  const double Spacing = std::ldexp(1.0, Exponent - mantissaBits(F));
+  double Stored = std::nearbyint(Magnitude / Spacing) * Spacing;
+  if (Stored > L.Max)
+    Stored = Inf;
+  return V < 0 ? -Stored : Stored;
+}
+
+std::string formatExact(double V) {
+  char Buf[40];
+  for (int Digits = 1; Digits <= 17; ++Digits) {
+    std::snprintf(Buf, sizeof Buf, "%.*g", Digits, V);
+    if (std::strtod(Buf, nullptr) == V)
+      break;
+  }
+  // 1.1920929e-07 -> 1.1920929e-7, as formatNumber writes exponents.
+  std::string S = Buf;
+  size_t E = S.find('e');
+  if (E == std::string::npos)
+    return S;
+  std::string Mantissa = S.substr(0, E), Exponent = S.substr(E + 1);
+  bool Negative = !Exponent.empty() && Exponent[0] == '-';
+  if (!Exponent.empty() && (Exponent[0] == '-' || Exponent[0] == '+'))
+    Exponent.erase(0, 1);
+  Exponent.erase(0, std::min(Exponent.find_first_not_of('0'), Exponent.size() - 1));
+  return Mantissa + "e" + (Negative ? "-" : "") + Exponent;
+}
+
+bool roundsOntoUnit(double Bound, bool Upper, kb::Format F) {
+  const double Unit = Upper ? 1 : -1;
+  return std::fabs(Bound) < 1 && Bound * Unit > 0 && storedValue(Bound, F) == Unit;
+}
+
+/// The bounds of a clamp, told apart by the callee's parameter names (`min`, `max`), as
+/// LibTorch declares clamp, clamp_min and clamp_max; each a constant written there or reaching
+/// it (ValueFlow.h), stored as the format stores it.
+static Interval clampBounds(const TorchCall &TC, kb::Format F, ASTContext &Ctx) {
   Interval R;
   for (unsigned I = 0; I < TC.Args.size(); ++I) {
     const ParmVarDecl *P = parameterOf(TC, I);
     if (!P)
       continue;
     llvm::StringRef Name = P->getName();
-    auto V = evaluateNumber(TC.Args[I], Ctx);
+    auto V = ValueFlow::get(Ctx).constantOf(TC.Args[I]);
     if (!V)
       continue;
-    double Stored = roundConstant(*V, F);
+    const double Written = V->Value;
+    double Stored = storedValue(Written, F);
+    const bool Upper = Name == "max";
     if (Name == "min") {
       R.Lo = Stored, R.LoOpen = false;
-      if (Stored == 0 && *V != 0)
-        R.Origin = "the clamp bound " + formatNumber(*V) + " is 0 in " + kb::toString(F),
+      if (Stored == 0 && Written != 0)
+        R.Origin = "the clamp bound " + formatNumber(Written) + " is 0 in " + kb::toString(F),
         R.FlushedConstant = true;
-    } else if (Name == "max") {
+    } else if (Upper) {
       R.Hi = Stored, R.HiOpen = false;
+    } else {
+      continue;
     }
+    // clamp(p, eps, 1 - 1e-7) in fp16: the bound is 1, so 1 - p reaches 0.
+    if (roundsOntoUnit(Written, Upper, F))
+      R.Origin = "the clamp bound " + formatExact(Written) + " is " + formatNumber(Stored) +
+                 " in " + kb::toString(F),
+      R.FlushedConstant = true;
   }
   return R;
 }
@@ -514,6 +632,11 @@ Interval RangeAnalysis::rangeOfCall(const CallExpr &Call, std::optional<kb::Form
   Interval R = Interval::unknown();
   if (T == "identity" || T == "mean") {
     R = In;
+  } else if (T == "union") {
+    // torch::cat({a, b}), torch::stack(parts): every element of the list is one of theirs.
+    const Expr *List = TC->Self ? TC->Self : TC->Args.empty() ? nullptr : TC->Args.front();
+    if (auto Elements = elementsOf(List))
+      R = unionOf(*Elements, F, Depth);
   } else if (T == "exp") {
     R = monotone(In, [](double V) { return std::exp(V); });
     if (In.Lo == -Inf)

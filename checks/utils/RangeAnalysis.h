@@ -13,10 +13,12 @@
 #include "KnowledgeBase.h"
 #include "PrecisionContext.h"
 #include "clang/AST/ASTContext.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace clang::tidy::mpnanny {
 
@@ -27,9 +29,11 @@ struct Interval {
   bool LoOpen = true, HiOpen = true;
   /// Where the decisive bound comes from, for messages: "torch::softmax outputs [0, 1]".
   std::string Origin;
-  /// The origin includes a nonzero constant that the format stores as 0 (an eps of 1e-8 in
-  /// fp16, a clamp bound of 1e-20): mpnanny-fp16-constant-range reports that constant, so a
-  /// zero it lets through is already reported there.
+  /// The origin includes a constant that the format stores as the very value it was written
+  /// to keep away from: a nonzero eps or floor stored as 0 (1e-8 in fp16, a clamp bound of
+  /// 1e-20), an upper clamp bound below 1 stored as 1 (1 - 1e-7 in fp16).
+  /// mpnanny-fp16-constant-range reports that constant, so a zero it lets through is already
+  /// reported there.
   bool FlushedConstant = false;
 
   static Interval unknown() { return {}; }
@@ -47,6 +51,22 @@ struct Interval {
   /// "[0, 1]", "(0, inf)", "[-20, 20]".
   std::string str() const;
 };
+
+/// The value V takes once stored in F: IEEE round to nearest, ties to even, subnormals
+/// included, inf beyond the largest finite value. fp16(1 - 1e-7) is exactly 1, fp16(1e-7) is
+/// the subnormal 1.19e-7, bf16(1.001) is 1, fp16(1e-8) is 0.
+double storedValue(double V, kb::Format F);
+/// The number of fraction bits F stores: 10 in fp16, 7 in bf16, 23 in fp32.
+int mantissaBits(kb::Format F);
+/// Prints a number with as many digits as it takes to tell it from its neighbours in a
+/// double, for messages about rounding: 0.9999999, 0.99902344, 1.1920929e-7.
+std::string formatExact(double V);
+
+/// True when a clamp bound inside (-1, 1) is stored in F as the unit it was written to stay
+/// away from: an upper bound below 1 that becomes 1 (1 - 1e-7 in fp16 and bf16), a lower bound
+/// above -1 that becomes -1. The clamped value then reaches the unit, where log(1 - p),
+/// log1p(-p) and atanh(p) are infinite.
+bool roundsOntoUnit(double Bound, bool Upper, kb::Format F);
 
 /// The analysis of one translation unit's user functions, on demand and memoized.
 class RangeAnalysis {
@@ -69,11 +89,23 @@ public:
   /// the value that reaches the read in straight-line code (ValueFlow::reachingValue).
   const Expr *valueAt(const Expr *Read, bool InPlaceOps) const;
 
+  /// The tensors a list argument holds (`torch::cat({a, b}, 1)`, `torch::stack(parts)` with
+  /// `std::vector<torch::Tensor> parts{a, b};` never changed after): the written elements, for
+  /// questions whose answer is their union. Nullopt when the list is built another way
+  /// (push_back, a parameter, a function's result).
+  std::optional<std::vector<const Expr *>> elementsOf(const Expr *List) const;
+
 private:
   Interval rangeImpl(const Expr *E, std::optional<kb::Format> Assumed, int Depth) const;
   Interval rangeOfCall(const CallExpr &Call, std::optional<kb::Format> Assumed, int Depth) const;
   Interval rangeOfOperator(const CXXOperatorCallExpr &Op, std::optional<kb::Format> Assumed,
                            int Depth) const;
+  /// The union of the elements' intervals (cat, stack); unknown when one is unknown.
+  Interval unionOf(llvm::ArrayRef<const Expr *> Elements, std::optional<kb::Format> Assumed,
+                   int Depth) const;
+  /// The values an element of Container holds: `x[i]` of a tensor, `x.chunk(2)[0]` of the list
+  /// a view op returns.
+  Interval rangeOfElement(const Expr &Container, int Depth) const;
   /// E's format from its inputs' formats; an input not known yet is added to Missing
   /// (and the result is then meaningless) so that formatOf can work it out first.
   kb::Format computeFormat(const Expr *E, llvm::SmallVectorImpl<const Expr *> &Missing) const;

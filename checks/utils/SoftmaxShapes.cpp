@@ -75,6 +75,13 @@ std::optional<SoftmaxUnderLog> findSoftmaxUnderLog(const Expr *LogArgument,
       continue;
     }
     if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(E)) {
+      // probs[i], probs.chunk(2)[0]: an element of the probabilities (a list's element is
+      // followed to the view op that made the list, below).
+      if (Op->getOperator() == OO_Subscript && Op->getNumArgs() == 2) {
+        Found.Plain = false;
+        E = Op->getArg(0);
+        continue;
+      }
       // softmax(x) + eps, in either order.
       if (Op->getOperator() != OO_Plus || Op->getNumArgs() != 2)
         return std::nullopt;
@@ -93,7 +100,22 @@ std::optional<SoftmaxUnderLog> findSoftmaxUnderLog(const Expr *LogArgument,
     }
     const auto *Call = dyn_cast<CallExpr>(E);
     auto TC = Call ? classifyTorchCall(*Call) : std::nullopt;
-    if (!TC || !TC->Self)
+    if (!TC)
+      return std::nullopt;
+    if (const kb::Op *Join = TC->Self ? nullptr : lookupOp(*TC, KB);
+        Join && Join->Transfer == "union" && !TC->Args.empty()) {
+      // torch::cat({probs, other}): the log of the joined tensor is the log of each part.
+      auto Elements = Ranges.elementsOf(TC->Args.front());
+      for (const Expr *Element : Elements ? *Elements : std::vector<const Expr *>{})
+        if (auto Inner = findSoftmaxUnderLog(Element, Ranges, KB, Ctx)) {
+          Inner->Plain = false;
+          Inner->Eps = Found.Eps ? Found.Eps : Inner->Eps;
+          Inner->Clamped |= Found.Clamped;
+          return Inner;
+        }
+      return std::nullopt;
+    }
+    if (!TC->Self)
       return std::nullopt;
     if (isConversion(*TC)) {
       Found.Plain = false;

@@ -45,18 +45,22 @@ bool holdsChildValue(const Stmt &Parent) {
          (isa<CXXConstructExpr>(&Parent) && cast<CXXConstructExpr>(&Parent)->getNumArgs() == 1);
 }
 
-/// Methods and functions whose result holds the same values (a copy, a view, a conversion):
-/// the use of their result is a use of their input.
-bool passesValuesOn(llvm::StringRef Name) {
+/// Conversions, device moves and reorderings, whose result holds the same values: the use of
+/// their result is a use of their input. Views and joins are the knowledge base's (passesOn).
+bool convertsOrReorders(llvm::StringRef Name) {
   return llvm::StringSwitch<bool>(Name)
-      .Cases("to", "float", "half", "bfloat16", "double", "type", "contiguous", "clone", true)
-      .Cases("detach", "view", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", true)
-      .Cases("permute", "narrow", "slice", "select", "index", "index_select", "gather", true)
-      .Cases("expand", "expand_as", "view_as", "reshape_as", "t", "cpu", "cuda", true)
+      .Cases("to", "float", "half", "bfloat16", "double", "type", "cpu", "cuda", true)
       // Reorderings (top-p sorts the probabilities before it sums them); their tuple's first
       // element, taken by std::get or a structured binding, holds the values.
-      .Cases("sort", "msort", "topk", "flip", "roll", "get", true)
+      .Cases("sort", "msort", "topk", "get", true)
       .Default(false);
+}
+
+/// A LibTorch call whose result holds the values of its operand or of its list's elements.
+bool passesOn(const CallExpr &Call, const kb::KnowledgeBase &KB) {
+  auto TC = classifyTorchCall(Call);
+  const kb::Op *Op = TC ? lookupOp(*TC, KB) : nullptr;
+  return Op && (Op->Transfer == "identity" || Op->Transfer == "union");
 }
 
 std::optional<UseKind> useByCall(llvm::StringRef Name, bool AsDivisor) {
@@ -75,7 +79,8 @@ std::optional<UseKind> useByCall(llvm::StringRef Name, bool AsDivisor) {
 
 class UseFinder {
 public:
-  UseFinder(const std::vector<UseKind> &Kinds, ASTContext &Ctx) : Kinds(Kinds), Ctx(Ctx) {}
+  UseFinder(const std::vector<UseKind> &Kinds, const kb::KnowledgeBase &KB, ASTContext &Ctx)
+      : Kinds(Kinds), KB(KB), Ctx(Ctx) {}
 
   std::optional<ValueUse> from(const Expr &Value, int Depth) {
     if (Depth > 6 || !Seen.insert(&Value).second)
@@ -91,15 +96,25 @@ public:
       const auto *Parent = P.get<Stmt>();
       if (!Parent)
         return std::nullopt;
-      if (holdsChildValue(*Parent) || isa<CXXFunctionalCastExpr>(Parent)) {
+      // The elements of a list (`torch::cat({probs, other})`) up to the call that takes it.
+      if (holdsChildValue(*Parent) ||
+          isa<CXXFunctionalCastExpr, InitListExpr, CXXStdInitializerListExpr>(Parent)) {
         Node = Parent;
         continue;
       }
       if (auto Use = classify(*Parent, *cast<Expr>(Node)))
         return Use;
+      // probs[i]: the element holds the probabilities' values.
+      if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(Parent);
+          Op && Op->getOperator() == OO_Subscript && Op->getNumArgs() == 2 &&
+          Op->getArg(0)->IgnoreParenImpCasts() == cast<Expr>(Node)->IgnoreParenImpCasts()) {
+        Node = Parent;
+        continue;
+      }
       if (const auto *Call = dyn_cast<CallExpr>(Parent); Call && !isa<CXXMemberCallExpr>(Call))
         if (const FunctionDecl *Callee = Call->getDirectCallee();
-            Callee && Callee->getIdentifier() && passesValuesOn(Callee->getName()) &&
+            Callee && Callee->getIdentifier() &&
+            (convertsOrReorders(Callee->getName()) || passesOn(*Call, KB)) &&
             Call->getNumArgs() > 0 &&
             Call->getArg(0)->IgnoreParenImpCasts() == cast<Expr>(Node)->IgnoreParenImpCasts()) {
           Node = Parent;
@@ -108,7 +123,7 @@ public:
       if (const auto *Member = dyn_cast<CXXMemberCallExpr>(Parent))
         if (isObjectOf(*Member, *cast<Expr>(Node)) && Member->getMethodDecl() &&
             Member->getMethodDecl()->getIdentifier() &&
-            passesValuesOn(Member->getMethodDecl()->getName())) {
+            (convertsOrReorders(Member->getMethodDecl()->getName()) || passesOn(*Member, KB))) {
           Node = Parent;
           continue;
         }
@@ -187,6 +202,7 @@ private:
   }
 
   const std::vector<UseKind> &Kinds;
+  const kb::KnowledgeBase &KB;
   ASTContext &Ctx;
   llvm::DenseSet<const Expr *> Seen;
 };
@@ -312,8 +328,8 @@ bool onlyComparedWithZero(const Expr &Value, ASTContext &Ctx) {
 }
 
 std::optional<ValueUse> firstUseAs(const Expr &Value, const std::vector<UseKind> &Kinds,
-                                   ASTContext &Ctx) {
-  UseFinder Finder(Kinds, Ctx);
+                                   const kb::KnowledgeBase &KB, ASTContext &Ctx) {
+  UseFinder Finder(Kinds, KB, Ctx);
   return Finder.from(Value, 0);
 }
 

@@ -3,13 +3,16 @@
 // Where a tensor goes after it is made, within its function. Some values are harmless
 // where they are made and hazardous only in some uses: fp16 probabilities are fine as
 // attention weights, but a probability that fp16 rounded to 0 ends a top-p cumsum early,
-// and divides to inf. A use is found through locals, conversions and views (`.to()`,
-// `.contiguous()`, `.view()`, indexing), as the knowledge base's `uses:` of a risk names it.
+// and divides to inf. A use is found through locals, conversions, reorderings (sort, topk),
+// indexing (`x[i]`) and the ops whose knowledge-base entry passes values on unchanged
+// (`transfer: identity`: views, `index`, `gather`; `transfer: union`: cat, stack), as the
+// knowledge base's `uses:` of a risk names it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MPNANNY_CHECKS_UTILS_VALUEUSES_H
 #define MPNANNY_CHECKS_UTILS_VALUEUSES_H
 
+#include "KnowledgeBase.h"
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Expr.h"
 #include <optional>
@@ -32,7 +35,7 @@ struct ValueUse {
 
 /// The first use of one of Kinds that Value reaches in its function, if any.
 std::optional<ValueUse> firstUseAs(const Expr &Value, const std::vector<UseKind> &Kinds,
-                                   ASTContext &Ctx);
+                                   const ::mpnanny::kb::KnowledgeBase &KB, ASTContext &Ctx);
 
 /// The bounded function (tanh, sigmoid, erf, atan) that an overflow of Value reaches within
 /// its expression, through sums with a named tensor or a scalar and products or quotients

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 #include <ATen/autocast_mode.h>
+#include <limits>
 
 torch::Tensor half_attention(torch::Tensor scores, torch::Tensor mask) {
   auto h = scores.to(torch::kHalf);
@@ -181,4 +182,46 @@ torch::Tensor opaque_kernel(torch::Tensor x, torch::Tensor w) {
   auto from_half = fused_linear(h, h).clamp_min(1e-20);
 // CHECK: :[[@LINE-1]]:49: warning: Tensor::clamp_min eps value 1e-20 rounds to 0 in fp16{{.*}} [mpnanny-fp16-constant-range]
   return from_fp32 + from_half;
+}
+
+// Bounds written to keep a probability off 1, which the format rounds to 1 (the largest fp16
+// value below 1 is 0.99951172, bf16's 0.99609375): log1p(-p) is -inf at p = 1. Through a local
+// and std::numeric_limits too. Bounds the format keeps, the same clamp on fp32 data and a floor
+// that becomes a subnormal but stays above 0 (float's epsilon is 2^-23, held exactly) are fine.
+torch::Tensor half_probability_bounds(torch::Tensor logits) {
+  auto p = torch::sigmoid(logits.to(torch::kHalf));
+  auto a = p.clamp(1e-7, 1 - 1e-7);
+// CHECK: :[[@LINE-1]]:26: warning: Tensor::clamp upper bound 1 - 1e-7 = 0.9999999 is 1 in fp16 (the nearest fp16 value inside is 0.99951172): the clamped value reaches 1, where log(1 - p) and log1p(-p) are -inf [mpnanny-fp16-constant-range]
+  auto b = torch::clamp(p, 1.21e-7, 1. - 1.21e-7);
+// CHECK: :[[@LINE-1]]:37: warning: torch::clamp upper bound 1. - 1.21e-7 = 0.999999879 is 1 in fp16 (the nearest fp16 value inside is 0.99951172): the clamped value reaches 1, where log(1 - p) and log1p(-p) are -inf [mpnanny-fp16-constant-range]
+  const float eps = std::numeric_limits<float>::epsilon();
+  auto c = p.clamp(eps, 1 - eps);
+// CHECK: :[[@LINE-1]]:25: warning: Tensor::clamp upper bound 1 - eps = 0.9999998807907104 is 1 in fp16 (the nearest fp16 value inside is 0.99951172): the clamped value reaches 1, where log(1 - p) and log1p(-p) are -inf [mpnanny-fp16-constant-range]
+  auto d = p.clamp_max(0.9999) + torch::tanh(logits.to(torch::kHalf)).clamp(-1 + 1e-6, 0.5);
+// CHECK: :[[@LINE-1]]:24: warning: Tensor::clamp_max upper bound 0.9999 is 1 in fp16 (the nearest fp16 value inside is 0.99951172): the clamped value reaches 1, where log(1 - p) and log1p(-p) are -inf [mpnanny-fp16-constant-range]
+// CHECK: :[[@LINE-2]]:77: warning: Tensor::clamp lower bound -1 + 1e-6 = -0.999999 is -1 in fp16 (the nearest fp16 value inside is -0.99951172): the clamped value reaches -1, where log1p(x) and atanh(x) are -inf [mpnanny-fp16-constant-range]
+  auto e = p.clamp(1e-4, 1 - 1e-3) + p.clamp(eps, 0.999);
+  auto f = p.to(torch::kFloat).clamp(1e-7, 1 - 1e-7);
+  return torch::log1p(-a) + b + c + d + e + f;
+}
+
+// bf16 keeps fewer digits: 1 - 1e-3 is 1 there, and so is 1 + 1e-3 before it meets p.
+torch::Tensor bf16_probability_bounds(torch::Tensor logits) {
+  auto p = torch::sigmoid(logits.to(torch::kBFloat16));
+  auto a = p.clamp(1e-4, 1 - 1e-3);
+// CHECK: :[[@LINE-1]]:26: warning: Tensor::clamp upper bound 1 - 1e-3 = 0.999 is 1 in bf16 (the nearest bf16 value inside is 0.99609375): the clamped value reaches 1, where log(1 - p) and log1p(-p) are -inf [mpnanny-fp16-constant-range]
+  auto b = p.clamp(1e-4, 1 - 1e-2);
+  auto c = (1 + 1e-3) - p;
+// CHECK: :[[@LINE-1]]:12: warning: 1 + 1e-3 = 1.001 is 1 in bf16, where the tensor meets it: the 0.001 is below 0.00391, half the spacing of bf16 values at 1, and the margin it was written for is gone [mpnanny-fp16-constant-range]
+  const double upper = 1.0 - 1e-4;
+  auto d = p * upper;
+// CHECK: :[[@LINE-1]]:16: warning: 1.0 - 1e-4 = 0.9999 (through 'upper') is 1 in bf16, where the tensor meets it: the 0.0001 is below 0.00195, half the spacing of bf16 values at 1, and the margin it was written for is gone [mpnanny-fp16-constant-range]
+  auto e = (1 - p) + 1e-3 + (1 + 1e-2) - p;
+  return a + b + c + d + e;
+}
+
+// fp32 code keeps 1 - 1e-7 below 1 (0.99999988).
+torch::Tensor fp32_probability_bounds(torch::Tensor logits) {
+  auto p = torch::sigmoid(logits);
+  return torch::log1p(-p.clamp(1e-7, 1 - 1e-7)) + (1 + 1e-3) - p;
 }

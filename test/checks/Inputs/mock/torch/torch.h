@@ -60,6 +60,25 @@ class TypeMeta {};
 } // namespace caffe2
 
 namespace at {
+class Tensor;
+// ATen/TensorIndexing.h: what `x.index({Slice(), 0})` takes.
+namespace indexing {
+constexpr c10::nullopt_t None = c10::nullopt;
+struct EllipsisIndexType {};
+extern const EllipsisIndexType Ellipsis;
+struct Slice {
+  Slice(c10::optional<int64_t> start = c10::nullopt, c10::optional<int64_t> stop = c10::nullopt,
+        c10::optional<int64_t> step = c10::nullopt) {}
+};
+struct TensorIndex {
+  TensorIndex(c10::nullopt_t) {}
+  TensorIndex(int64_t integer) {}
+  TensorIndex(int integer) {}
+  TensorIndex(Slice slice) {}
+  TensorIndex(EllipsisIndexType) {}
+  TensorIndex(const Tensor &tensor);
+};
+} // namespace indexing
 using c10::ArrayRef;
 using c10::Device;
 using c10::IntArrayRef;
@@ -213,6 +232,18 @@ public:
   Tensor sin() const;
   Tensor cos() const;
   Tensor index_select(int64_t dim, const Tensor &index) const;
+  Tensor index(std::initializer_list<at::indexing::TensorIndex> indices) const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim = 0, optional<int64_t> start = nullopt, optional<int64_t> end = nullopt,
+               int64_t step = 1) const;
+  Tensor gather(int64_t dim, const Tensor &index, bool sparse_grad = false) const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor expand(IntArrayRef size, bool implicit = false) const;
+  Tensor flip(IntArrayRef dims) const;
+  Tensor t() const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
   Tensor &index_add_(int64_t dim, const Tensor &index, const Tensor &source, const Scalar &alpha = 1);
   template <typename T> T *data_ptr() const { return nullptr; }
   template <typename T, std::size_t N> int accessor() const & { return 0; }
@@ -306,6 +337,8 @@ Tensor ones_like(const Tensor &self, TensorOptions options = {});
 Tensor zeros_like(const Tensor &self, TensorOptions options = {});
 Tensor sin(const Tensor &self);
 Tensor cos(const Tensor &self);
+Tensor diagonal(const Tensor &self, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+Tensor gather(const Tensor &self, int64_t dim, const Tensor &index, bool sparse_grad = false);
 Tensor cat(ArrayRef<Tensor> tensors, int64_t dim = 0);
 Tensor stack(ArrayRef<Tensor> tensors, int64_t dim = 0);
 Tensor isfinite(const Tensor &self);
@@ -336,6 +369,7 @@ void set_autocast_dtype(DeviceType device_type, ScalarType dtype);
 
 namespace torch {
 using namespace at;
+namespace indexing = at::indexing;
 using Dtype = at::ScalarType;
 constexpr auto kFloat16 = at::kHalf;
 constexpr auto kFloat32 = at::kFloat;
@@ -396,6 +430,7 @@ public:
     return holder;
   }
   Tensor &register_parameter(std::string name, Tensor tensor, bool requires_grad = true);
+  Tensor &register_buffer(std::string name, Tensor tensor);
 };
 
 template <typename Contained> class ModuleHolder {
