@@ -26,6 +26,13 @@ config.substitutions.append(("%check_flags", flags))
 config.substitutions.append(
     ("%FileCheckAll", config.filecheck + " -implicit-check-not='{{warning|error}}:'"))
 config.substitutions.append(("%source_dir", config.mpnanny_source_dir))
+# What mpnanny-check adds to a CUDA command when no toolkit Clang reads is found
+# (tools/mpnanny-check/CudaFlags.h): the clang-tidy door is given them by hand.
+cuda_include = os.path.join(config.mpnanny_source_dir, "tools", "mpnanny-check", "cuda-include")
+config.substitutions.append(("%cuda_include", cuda_include))
+config.substitutions.append(
+    ("%cuda_flags", "--cuda-host-only -nocudalib -nocudainc --cuda-path=%s -isystem %s "
+     "-include mpnanny_cuda_prelude.h -Wno-unknown-cuda-version" % (cuda_include, cuda_include)))
 config.substitutions.append(("%binary_dir", config.mpnanny_binary_dir))
 
 if config.torch_include_dirs:
@@ -44,7 +51,8 @@ if os.path.exists(config.old_clang_tidy or ""):
 
 config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", "")])
 # Tests must not depend on the user's environment.
-for var in ["MPNANNY_RULES", "MPNANNY_KNOWLEDGE", "TORCH_DIR"]:
+for var in ["MPNANNY_RULES", "MPNANNY_KNOWLEDGE", "TORCH_DIR", "MPNANNY_CUDA_PATH",
+            "MPNANNY_CUDA_INCLUDE", "CUDA_PATH", "CUDA_HOME"]:
     config.environment.pop(var, None)
 config.pipefail = False
 

@@ -1,6 +1,7 @@
 //===--- Scanner.cpp - mpnanny-check ---------------------------------------===//
 #include "Scanner.h"
 
+#include "CudaFlags.h"
 #include "TorchHeaders.h"
 #include "clang-tidy/ClangTidyDiagnosticConsumer.h"
 #include "clang-tidy/ClangTidyOptions.h"
@@ -74,8 +75,9 @@ std::vector<std::string> torchIncludeFlags() {
   return Flags;
 }
 
-std::vector<std::string> defaultFlags() {
-  std::vector<std::string> Flags = {"-std=c++17", "-xc++"};
+std::vector<std::string> defaultFlags(llvm::StringRef File) {
+  // A .cu or .cuh file is CUDA (cudaArgumentsAdjuster() adds the rest), any other C++.
+  std::vector<std::string> Flags = {"-std=c++17", hasCudaExtension(File) ? "-xcuda" : "-xc++"};
   for (auto &F : torchIncludeFlags())
     Flags.push_back(std::move(F));
   return Flags;
@@ -177,6 +179,8 @@ std::unique_ptr<tooling::CompilationDatabase>
 adjusted(std::unique_ptr<tooling::CompilationDatabase> Base,
          const std::vector<std::string> &ExtraArgs) {
   auto Adjusted = std::make_unique<tooling::ArgumentsAdjustingCompilations>(std::move(Base));
+  // First: an nvcc command becomes Clang's before the other adjusters add to it.
+  Adjusted->appendArgumentsAdjuster(cudaArgumentsAdjuster());
   Adjusted->appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
       {"-resource-dir=" MPNANNY_CLANG_RESOURCE_DIR}, tooling::ArgumentInsertPosition::BEGIN));
   Adjusted->appendArgumentsAdjuster(gccPrecompiledHeadersAsText);
@@ -216,7 +220,7 @@ std::vector<tooling::CompileCommand> discoveredCommands(const std::string &File,
       return adjusted(std::move(Base), ExtraArgs)->getCompileCommands(File);
     }
   }
-  return adjusted(std::make_unique<tooling::FixedCompilationDatabase>(".", defaultFlags()),
+  return adjusted(std::make_unique<tooling::FixedCompilationDatabase>(".", defaultFlags(File)),
                   ExtraArgs)
       ->getCompileCommands(File);
 }

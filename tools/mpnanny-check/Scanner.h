@@ -43,9 +43,9 @@ std::unique_ptr<clang::tidy::ClangTidyContext> makeContext(const ScanOptions &Op
 /// The mpnanny checks the glob enables, sorted.
 std::vector<std::string> checkNames(const std::string &Glob = "-*,mpnanny-*");
 
-/// Flags for a file that no compilation database describes: C++17 and LibTorch's
-/// headers as system headers, so nothing is reported from them.
-std::vector<std::string> defaultFlags();
+/// Flags for a file that no compilation database describes: C++17 (CUDA for a .cu or
+/// .cuh File) and LibTorch's headers as system headers, so nothing is reported from them.
+std::vector<std::string> defaultFlags(llvm::StringRef File = "");
 /// `-isystem DIR` for each of LibTorch's include folders found (findTorchIncludeDirs()).
 std::vector<std::string> torchIncludeFlags();
 /// True when a command's include flags already name a folder holding <torch/torch.h>
@@ -57,7 +57,8 @@ std::unique_ptr<clang::tooling::CompilationDatabase>
 withTorchHeaders(std::unique_ptr<clang::tooling::CompilationDatabase> Base);
 
 /// Base's commands with the resource directory of the Clang we were built with and
-/// ExtraArgs appended.
+/// ExtraArgs appended; CUDA commands (nvcc's among them) made readable to that Clang
+/// (cudaArgumentsAdjuster()).
 std::unique_ptr<clang::tooling::CompilationDatabase>
 adjusted(std::unique_ptr<clang::tooling::CompilationDatabase> Base,
          const std::vector<std::string> &ExtraArgs);

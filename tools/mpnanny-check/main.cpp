@@ -140,6 +140,11 @@ cl::opt<bool> CollectFacts("collect-facts",
                            cl::desc("Only bring the project's facts file up to date (with -p: "
                                     "every file of the database, or the files given)"),
                            cl::cat(Category));
+cl::opt<std::string> ExportCommands(
+    "export-compile-commands",
+    cl::desc("Write the compile commands of the files as this scan runs them (nvcc's translated, "
+             "CUDA files with their flags) to a compile_commands.json, for clang-tidy -p"),
+    cl::value_desc("file"), cl::cat(Category));
 cl::opt<bool> CheckProfile("enable-check-profile",
                            cl::desc("Print each check's matching time per file to stderr"),
                            cl::cat(Category));
@@ -409,6 +414,22 @@ int gatherInputs(std::unique_ptr<tooling::CompilationDatabase> Fixed, Inputs &In
   return 0;
 }
 
+/// --export-compile-commands: the commands the scan runs, for the clang-tidy door (which
+/// cannot read an nvcc command itself). False when the file could not be written.
+bool exportCommands(const Inputs &In) {
+  nlohmann::json Out = nlohmann::json::array();
+  for (const auto &Commands : In.Commands)
+    for (const auto &C : Commands)
+      Out.push_back(
+          {{"directory", C.Directory}, {"file", C.Filename}, {"arguments", C.CommandLine}});
+  std::error_code EC;
+  raw_fd_ostream File(ExportCommands, EC);
+  if (EC)
+    return false;
+  File << Out.dump(2) << "\n";
+  return true;
+}
+
 /// The LibTorch header cache, unless --no-cache; and the scan's limits.
 void openCache(std::optional<mpnanny::check::HeaderCache> &Cache) {
   if (NoCache)
@@ -553,6 +574,11 @@ int main(int argc, const char **argv) {
     return Error;
   if (int Error = settle(In))
     return Error;
+  if (!ExportCommands.empty()) {
+    if (!exportCommands(In))
+      return fail("cannot write the compile commands to '" + ExportCommands + "'", 2);
+    return In.Unreadable ? 3 : 0;
+  }
 
   unsigned JobCount = Jobs ? Jobs : std::max(1u, std::thread::hardware_concurrency());
   std::optional<mpnanny::check::HeaderCache> Cache;
