@@ -16,6 +16,10 @@
 #include "Vocabulary.h"
 #include "clang-tidy/ClangTidyModule.h"
 #include "clang-tidy/ClangTidyModuleRegistry.h"
+#include "kernel/KernelConstantRangeCheck.h"
+#include "kernel/KernelHalfAccumulatorCheck.h"
+#include "kernel/KernelHalfAtomicCheck.h"
+#include "kernel/KernelHalfOverflowCheck.h"
 
 namespace clang::tidy::mpnanny {
 
@@ -30,6 +34,10 @@ public:
     Factories.registerCheck<ClipBeforeUnscaleCheck>(vocab::name(Check::ClipBeforeUnscale));
     Factories.registerCheck<Fp16ConstantRangeCheck>(vocab::name(Check::Fp16ConstantRange));
     Factories.registerCheck<GradScalerConfigCheck>(vocab::name(Check::GradScalerConfig));
+    Factories.registerCheck<KernelConstantRangeCheck>(vocab::name(Check::KernelConstantRange));
+    Factories.registerCheck<KernelHalfAccumulatorCheck>(vocab::name(Check::KernelHalfAccumulator));
+    Factories.registerCheck<KernelHalfAtomicCheck>(vocab::name(Check::KernelHalfAtomic));
+    Factories.registerCheck<KernelHalfOverflowCheck>(vocab::name(Check::KernelHalfOverflow));
     Factories.registerCheck<LogSoftmaxCheck>(vocab::name(Check::LogSoftmax));
     Factories.registerCheck<LossInHalfCheck>(vocab::name(Check::LossInHalf));
     Factories.registerCheck<MasterWeightsCheck>(vocab::name(Check::MasterWeights));

@@ -315,7 +315,54 @@ public:
     return O;
   }
 
-  void read(std::vector<Op> &Ops, std::vector<OptionValue> &Options) const {
+  KernelName kernelName(const YAML::Node &N) const {
+    expectMap(N, "a kernel entry");
+    allowKeys(N, {"id", "role", "names", "in", "arg", "summary", "references"}, "a kernel entry");
+    KernelName K;
+    K.Where = markOf(N);
+    K.Id = requiredString(N, "id", "a kernel entry");
+    K.Role = requiredString(N, "role", "a kernel entry");
+    static const std::set<std::string> Roles = {"half-type",
+                                                "accumulate",
+                                                "subtract",
+                                                "multiply",
+                                                "exp",
+                                                "rsqrt",
+                                                "atomic-add",
+                                                "to-half",
+                                                "half-gemm",
+                                                "gemm-compute-type",
+                                                "half-compute-type"};
+    if (!Roles.count(K.Role)) {
+      std::string List;
+      for (const auto &R : Roles)
+        List += (List.empty() ? "" : ", ") + R;
+      fail(N["role"], "'role' must be one of " + List + ", not '" + K.Role + "'");
+    }
+    K.Names = stringList(N, "names");
+    if (K.Names.empty())
+      fail(N, "kernel entry '" + K.Id + "' names nothing (give 'names')");
+    if (N["in"])
+      K.In = choice(N["in"], "'in'", {Format::FP16, Format::BF16});
+    if ((K.Role == "half-type" || K.Role == "to-half" || K.Role == "half-compute-type") && !K.In)
+      fail(N, "kernel entry '" + K.Id + "' of role " + K.Role + " needs 'in' (fp16 or bf16)");
+    if (N["arg"]) {
+      double Arg = number(N["arg"], "'arg'");
+      if (Arg < 0 || Arg != std::floor(Arg) || Arg > 32)
+        fail(N["arg"], "'arg' must be a small non-negative integer");
+      K.Arg = static_cast<unsigned>(Arg);
+    }
+    if (K.Role == "gemm-compute-type" && !K.Arg)
+      fail(N, "kernel entry '" + K.Id + "' of role gemm-compute-type needs 'arg'");
+    K.Summary = optionalString(N, "summary");
+    K.References = stringList(N, "references");
+    if (K.References.empty())
+      fail(N, "kernel entry '" + K.Id + "' has no 'references' (every rule carries its evidence)");
+    return K;
+  }
+
+  void read(std::vector<Op> &Ops, std::vector<OptionValue> &Options,
+            std::vector<KernelName> &Kernel) const {
     YAML::Node Root;
     try {
       Root = YAML::LoadFile(File);
@@ -327,7 +374,7 @@ public:
     if (!Root || Root.IsNull())
       return;
     expectMap(Root, "a rule file");
-    allowKeys(Root, {"version", "ops", "options"}, "a rule file");
+    allowKeys(Root, {"version", "ops", "options", "kernel"}, "a rule file");
     if (YAML::Node V = Root["version"])
       if (number(V, "'version'") != 1)
         fail(V, "this mpnanny reads rule files of version 1");
@@ -342,6 +389,12 @@ public:
         fail(List, "'options' must be a list");
       for (const auto &N : List)
         Options.push_back(option(N));
+    }
+    if (YAML::Node List = Root["kernel"]) {
+      if (!List.IsSequence())
+        fail(List, "'kernel' must be a list");
+      for (const auto &N : List)
+        Kernel.push_back(kernelName(N));
     }
   }
 
@@ -370,7 +423,7 @@ std::shared_ptr<const KnowledgeBase> KnowledgeBase::loadDirectory(const std::str
   auto KB = std::shared_ptr<KnowledgeBase>(new KnowledgeBase());
   for (const auto &F : Files) {
     try {
-      FileReader(F).read(KB->Ops, KB->Options);
+      FileReader(F).read(KB->Ops, KB->Options, KB->Kernel);
     } catch (const YAML::Exception &E) {
       // Conversions that yaml-cpp itself rejects (e.g. a map used as a key).
       throw LoadError({F, E.mark.line + 1, E.mark.column + 1}, E.msg);
@@ -387,6 +440,12 @@ std::shared_ptr<const KnowledgeBase> KnowledgeBase::loadDirectory(const std::str
     auto [It, New] = Seen.emplace(O.Id, &O.Where);
     if (!New)
       throw LoadError(O.Where, "duplicate id '" + O.Id + "' (first defined at " + It->second->File +
+                                   ":" + std::to_string(It->second->Line) + ")");
+  }
+  for (const auto &K : KB->Kernel) {
+    auto [It, New] = Seen.emplace(K.Id, &K.Where);
+    if (!New)
+      throw LoadError(K.Where, "duplicate id '" + K.Id + "' (first defined at " + It->second->File +
                                    ":" + std::to_string(It->second->Line) + ")");
   }
   KB->index();
@@ -481,6 +540,14 @@ const OptionValue *KnowledgeBase::findOption(const std::string &Class,
   for (const auto &O : Options)
     if (O.Class == Class && O.Setter == Setter)
       return &O;
+  return nullptr;
+}
+
+const KernelName *KnowledgeBase::findKernelName(const std::string &Role,
+                                                const std::string &Name) const {
+  for (const auto &K : Kernel)
+    if (K.Role == Role && std::find(K.Names.begin(), K.Names.end(), Name) != K.Names.end())
+      return &K;
   return nullptr;
 }
 

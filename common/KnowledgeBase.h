@@ -115,6 +115,22 @@ struct OptionValue {
   Mark Where;
 };
 
+/// A name that kernel code uses (a type, an intrinsic, a library call, an enumerator) and the
+/// role it plays there: which types compute in half, which intrinsics accumulate, exponentiate
+/// or add atomically. The kernel checks look names up by role (rules/kernel-*.yaml).
+struct KernelName {
+  std::string Id;
+  /// half-type, accumulate, subtract, multiply, exp, rsqrt, atomic-add, to-half, half-gemm,
+  /// gemm-compute-type, half-compute-type
+  std::string Role;
+  std::vector<std::string> Names; ///< as written, or qualified (c10::Half)
+  std::optional<Format> In;       ///< the format a half-type, to-half or compute type names
+  std::optional<unsigned> Arg;    ///< gemm-compute-type: the compute type's argument position
+  std::string Summary;
+  std::vector<std::string> References;
+  Mark Where;
+};
+
 /// A rule file that cannot be used: `what()` is `file:line:col: error: message`.
 class LoadError : public std::runtime_error {
 public:
@@ -144,6 +160,9 @@ public:
 
   const std::vector<Op> &ops() const { return Ops; }
   const std::vector<OptionValue> &optionValues() const { return Options; }
+  const std::vector<KernelName> &kernelNames() const { return Kernel; }
+  /// The kernel entry of Role that lists Name, if any.
+  const KernelName *findKernelName(const std::string &Role, const std::string &Name) const;
 
   const Op *findFunction(const std::string &Name) const;
   const Op *findMethod(const std::string &Name) const;
@@ -158,6 +177,7 @@ private:
   void index();
   std::vector<Op> Ops;
   std::vector<OptionValue> Options;
+  std::vector<KernelName> Kernel;
   std::map<std::string, size_t> ByFunction, ByMethod, ByFunctional, ByModule, ById;
 };
 
