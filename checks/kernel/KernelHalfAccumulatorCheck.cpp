@@ -91,7 +91,7 @@ static std::optional<FixItHint> floatAccumulator(const VarDecl &Var, ASTContext 
   if (isa<TypedefType, SubstTemplateTypeParmType, TemplateTypeParmType>(Sugar))
     return FixItHint::CreateReplacement(Range, ("at::acc_type<" + Text + ", true>").str());
   // __half2 and __nv_bfloat162 hold two values: float is not their accumulator.
-  if (Text.endswith("2"))
+  if (Text.ends_with("2"))
     return std::nullopt;
   return FixItHint::CreateReplacement(Range, "float");
 }
