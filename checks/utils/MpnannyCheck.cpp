@@ -297,15 +297,9 @@ const FormatLimits &limitsOf(kb::Format F) {
   return FP32;
 }
 
-std::string formatNumber(double V) {
-  char Buf[40];
-  if (V == std::floor(V) && std::fabs(V) < 1e7) {
-    std::snprintf(Buf, sizeof Buf, "%.0f", V);
-    return Buf;
-  }
-  std::snprintf(Buf, sizeof Buf, "%.3g", V);
-  // 1e-08 -> 1e-8, -1e+09 -> -1e9: the way people write constants in code.
-  std::string S = Buf;
+/// 1e-08 -> 1e-8, -1e+09 -> -1e9, 1.1920929e-07 -> 1.1920929e-7: the way people write
+/// constants in code.
+static std::string asWrittenInCode(std::string S) {
   size_t E = S.find('e');
   if (E == std::string::npos)
     return S;
@@ -315,6 +309,26 @@ std::string formatNumber(double V) {
     Exponent.erase(0, 1);
   Exponent.erase(0, std::min(Exponent.find_first_not_of('0'), Exponent.size() - 1));
   return Mantissa + "e" + (Negative ? "-" : "") + Exponent;
+}
+
+std::string formatNumber(double V) {
+  char Buf[40];
+  if (V == std::floor(V) && std::fabs(V) < 1e7) {
+    std::snprintf(Buf, sizeof Buf, "%.0f", V);
+    return Buf;
+  }
+  std::snprintf(Buf, sizeof Buf, "%.3g", V);
+  return asWrittenInCode(Buf);
+}
+
+std::string formatExact(double V) {
+  char Buf[40];
+  for (int Digits = 1; Digits <= 17; ++Digits) {
+    std::snprintf(Buf, sizeof Buf, "%.*g", Digits, V);
+    if (std::strtod(Buf, nullptr) == V)
+      break;
+  }
+  return asWrittenInCode(Buf);
 }
 
 } // namespace clang::tidy::mpnanny

@@ -120,6 +120,9 @@ struct FormatLimits {
 const FormatLimits &limitsOf(kb::Format F);
 /// Prints a number the way a user would write it in a message: 65504, 1e-08, 5.96e-08.
 std::string formatNumber(double V);
+/// A number with as many digits as it takes to tell it from its neighbours in a double, for
+/// messages about rounding: 0.9999999, 0.99902344, 1.1920929e-7.
+std::string formatExact(double V);
 
 } // namespace clang::tidy::mpnanny
 

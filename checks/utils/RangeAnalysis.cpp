@@ -545,26 +545,6 @@ double storedValue(double V, kb::Format F) {
   return V < 0 ? -Stored : Stored;
 }
 
-std::string formatExact(double V) {
-  char Buf[40];
-  for (int Digits = 1; Digits <= 17; ++Digits) {
-    std::snprintf(Buf, sizeof Buf, "%.*g", Digits, V);
-    if (std::strtod(Buf, nullptr) == V)
-      break;
-  }
-  // 1.1920929e-07 -> 1.1920929e-7, as formatNumber writes exponents.
-  std::string S = Buf;
-  size_t E = S.find('e');
-  if (E == std::string::npos)
-    return S;
-  std::string Mantissa = S.substr(0, E), Exponent = S.substr(E + 1);
-  bool Negative = !Exponent.empty() && Exponent[0] == '-';
-  if (!Exponent.empty() && (Exponent[0] == '-' || Exponent[0] == '+'))
-    Exponent.erase(0, 1);
-  Exponent.erase(0, std::min(Exponent.find_first_not_of('0'), Exponent.size() - 1));
-  return Mantissa + "e" + (Negative ? "-" : "") + Exponent;
-}
-
 bool roundsOntoUnit(double Bound, bool Upper, kb::Format F) {
   const double Unit = Upper ? 1 : -1;
   return std::fabs(Bound) < 1 && Bound * Unit > 0 && storedValue(Bound, F) == Unit;

@@ -58,9 +58,6 @@ struct Interval {
 double storedValue(double V, kb::Format F);
 /// The number of fraction bits F stores: 10 in fp16, 7 in bf16, 23 in fp32.
 int mantissaBits(kb::Format F);
-/// Prints a number with as many digits as it takes to tell it from its neighbours in a
-/// double, for messages about rounding: 0.9999999, 0.99902344, 1.1920929e-7.
-std::string formatExact(double V);
 
 /// True when a clamp bound inside (-1, 1) is stored in F as the unit it was written to stay
 /// away from: an upper bound below 1 that becomes 1 (1 - 1e-7 in fp16 and bf16), a lower bound
