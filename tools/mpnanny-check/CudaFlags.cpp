@@ -406,7 +406,17 @@ static bool isUnder(llvm::StringRef Dir, llvm::StringRef Root) {
          (RealDir.size() == RealRoot.size() || RealDir[RealRoot.size()] == '/');
 }
 
-/// Args without the include folders inside the toolkit at Root, and without --cuda-path.
+/// A toolkit's include folder that is not the one found: it holds cuda_runtime.h, or it is
+/// missing here and named like one (/usr/local/cuda/include from another machine's database).
+static bool isOtherToolkitInclude(llvm::StringRef Dir) {
+  if (llvm::sys::fs::exists(Dir + "/cuda_runtime.h"))
+    return true;
+  static const llvm::Regex Named("/cuda[^/]*(/targets/[^/]+)?/include/?$");
+  return !llvm::sys::fs::exists(Dir) && Named.match(Dir);
+}
+
+/// Args without the include folders of a toolkit (inside the one at Root, or another's), and
+/// without --cuda-path.
 static tooling::CommandLineArguments withoutToolkit(const tooling::CommandLineArguments &Args,
                                                     const std::optional<CudaToolkit> &Toolkit) {
   static const char *const IncludeOptions[] = {"-I", "-isystem", "-idirafter"};
@@ -421,13 +431,13 @@ static tooling::CommandLineArguments withoutToolkit(const tooling::CommandLineAr
     }
     bool Dropped = false;
     for (llvm::StringRef O : IncludeOptions) {
-      if (!Toolkit || !A.starts_with(O))
+      if (!A.starts_with(O))
         continue;
       const bool Separate = A.size() == O.size();
       if (Separate && I + 1 >= Args.size())
         break;
       llvm::StringRef Dir = Separate ? llvm::StringRef(Args[I + 1]) : A.drop_front(O.size());
-      if (isUnder(Dir, Toolkit->Path)) {
+      if ((Toolkit && isUnder(Dir, Toolkit->Path)) || isOtherToolkitInclude(Dir)) {
         Dropped = true;
         I += Separate ? 1 : 0;
       }

@@ -12,6 +12,13 @@ __device__ void __nanosleep(unsigned int ns);
 __device__ unsigned int __cvta_generic_to_shared(const void *ptr);
 __device__ void *__cvta_shared_to_generic(unsigned int rawbits);
 __device__ void __prof_trigger(int counter);
+// Address space predicates (Programming Guide, "Address Space Predicate Functions"): Clang 19's
+// __clang_cuda_intrinsics.h calls __isShared in __isCtaShared.
+__device__ unsigned int __isGlobal(const void *ptr);
+__device__ unsigned int __isShared(const void *ptr);
+__device__ unsigned int __isConstant(const void *ptr);
+__device__ unsigned int __isGridConstant(const void *ptr);
+__device__ unsigned int __isLocal(const void *ptr);
 __device__ void __pipeline_commit();
 __device__ void __pipeline_wait_prior(unsigned int prior);
 __device__ void __pipeline_memcpy_async(void *dst, const void *src, unsigned int size);
