@@ -31,9 +31,15 @@ if [ ! -f "$build/build.ninja" ]; then
   fi
 fi
 
-# What is left to do: ninja's dry run counts the steps without running them.
-total=$(ninja -C "$build" -n "${targets[@]}" 2>/dev/null | grep -c '^\[' || true)
+# What is left to do: in a folder that has never built, every command of the targets; later,
+# ninja's dry run (which stops early when CMake's glob check would regenerate build.ninja, so it
+# may count low: the figure is rough either way).
 everything=$(ninja -C "$build" -t commands "${targets[@]}" 2>/dev/null | wc -l || echo 0)
+if [ -f "$build/.ninja_log" ]; then
+  total=$(ninja -C "$build" -n "${targets[@]}" 2>/dev/null | grep -c '^\[' || true)
+else
+  total=$everything
+fi
 what=${targets[*]:-everything}
 if [ "$total" -eq 0 ]; then
   echo "build: $what is up to date in $build"
