@@ -380,10 +380,12 @@ int gatherInputs(std::unique_ptr<tooling::CompilationDatabase> Fixed, Inputs &In
   }
   const bool FromDiff = DiffOpt.getNumOccurrences() || DiffBase.getNumOccurrences();
   In.WholeProject = Sources.empty() && Project && !FromDiff;
+  std::vector<std::string> ProjectSources;
   if (Project)
-    In.ProjectFileCount = mpnanny::check::projectFiles(*Project, BuildPath).size();
+    ProjectSources = mpnanny::check::projectFiles(*Project, BuildPath);
+  In.ProjectFileCount = ProjectSources.size();
   if (In.WholeProject) {
-    In.Files = mpnanny::check::projectFiles(*Project, BuildPath);
+    In.Files = std::move(ProjectSources);
     if (In.Files.empty())
       return fail("'" + BuildPath +
                       "/compile_commands.json' lists no source of the project "
